@@ -1,0 +1,128 @@
+// Package engine is matchlog's matching engine: a deterministic,
+// single-writer, price-time order book for many instruments.
+//
+// The engine does no I/O, reads no clock, starts no goroutines and takes no
+// locks. Time arrives with each [Command]; effects leave as a slice of
+// [Event] values. Feed two engines the same commands and they emit the same
+// events and reach the same [Engine.StateHash]. That is what lets a cluster
+// replay its log into a fresh engine and get the same book back.
+//
+// An [Engine] is not safe for concurrent use. [Engine.Clone] returns a
+// [Frozen] copy-on-write view that other goroutines may read (snapshot it,
+// cut it into partitions, hash it) while the single writer goes on.
+//
+// # Books
+//
+// Each side of a book is a B-tree (github.com/google/btree) holding orders by
+// value, keyed by price then arrival sequence, so a walk reads memory in
+// order and a clone costs O(1). Per-level totals (quantity, order count) live
+// in a second B-tree per side, updated on every change, so top-N depth costs
+// O(N levels) however crowded a level is. Armed stop orders live in trigger
+// trees per instrument and side, keyed by reference, stop price and arrival.
+// An index maps each live order id to where its order sits.
+//
+// # Processing a command
+//
+// [Engine.Apply] handles one command:
+//
+//  1. Idempotence. If the command's Source has a high-water mark and Seq is
+//     at or below it, the command is ignored: no events, no change. Otherwise
+//     the mark becomes Seq, whether the command is then accepted or rejected
+//     (so a resent command is never evaluated twice).
+//  2. Validation, in the order listed below. The first failure gives
+//     Rejected{Reason} and Release, and changes nothing else.
+//  3. Accepted, then the command's effects (trades, cancels, replaced,
+//     triggers fired and their effects), then one Depth event per price level
+//     the command touched (in order of first touch, with the level's final
+//     total; Count 0 means the level is gone), then Release.
+//
+// Validation order:
+//
+//   - DefineInstrument: Instrument 0 (bad_instrument); already defined
+//     (duplicate_instrument); Tick ≤ 0 or Lot ≤ 0, MinPrice ≤ 0,
+//     MaxPrice < MinPrice, or a band edge off tick (bad_instrument).
+//   - NewOrder: unknown instrument; Side not buy/sell (bad_side); Type,
+//     TIF or (for stops) Ref unknown, or Market/Stop with GTC, or Post with
+//     Market/Stop or with a TIF other than GTC (bad_type); STP unknown
+//     (bad_stp); Qty ≤ 0 or off lot (bad_quantity); for Limit and StopLimit
+//     Price ≤ 0 or off tick (bad_price) or outside the band
+//     (price_out_of_band); for Stop and StopLimit the same checks on Stop;
+//     OrderID 0 or already live, resting or armed, on any instrument
+//     (duplicate_order_id); a post-only Limit that would cross the best
+//     opposite price (post_only_would_cross).
+//   - Cancel: unknown instrument; OrderID not live on that instrument
+//     (unknown_order).
+//   - Modify: unknown instrument; OrderID not live on that instrument
+//     (unknown_order); the order is armed (not_modifiable); Qty ≤ 0 or off
+//     lot (bad_quantity); Price ≤ 0 or off tick (bad_price), outside the band
+//     (price_out_of_band); same price and quantity (no_change); a post-only
+//     order whose new price would cross (post_only_would_cross).
+//   - MassCancel: Instrument 0 means every instrument, otherwise an unknown
+//     instrument is rejected. Account 0 means every account.
+//   - MarkPrice: unknown instrument; Price ≤ 0 or off tick (bad_price).
+//   - Any other kind: bad_command.
+//
+// Every accepted new order, and every order that loses priority on modify or
+// fires from a trigger, takes the engine's next arrival sequence (starting at
+// 1). Time priority is arrival-sequence order.
+//
+// # Matching
+//
+// A taker with remaining quantity r and a limit price (none for market
+// orders) meets the best opposite order M while r > 0 and M's price is at
+// least as good as the limit. Trades are at the maker's price and emit
+// Trade{OrderID: taker, Maker, Side: taker side, Price, Qty, Remaining,
+// MakerRemaining}; each trade sets the instrument's last trade price.
+// If the taker has an STP mode and M has the taker's account:
+//
+//   - cancel_newest: matching stops; the taker's remainder is cancelled.
+//   - cancel_oldest: M is cancelled (self_trade); matching goes on.
+//   - cancel_both: M is cancelled, then the taker's remainder; matching stops.
+//   - decrement: q = min(r, M.qty); M is reduced by q (Cancelled with Qty q
+//     and M's new remaining; removed at 0), then the taker by q (Cancelled
+//     with Qty q and the new r); matching goes on while r > 0.
+//
+// After matching a remainder r > 0 is cancelled (self_trade if STP stopped
+// the taker, else ioc for IOC and market orders) or rests (GTC limit).
+//
+// FOK orders are first matched in a dry run that walks the same makers the
+// same way without changing anything: self-trade makers under cancel_oldest
+// are skipped, cancel_newest/cancel_both stop the run, decrement ends it as
+// unfilled. Unless the dry run fills the whole quantity, the order is
+// Cancelled{Qty: Qty, Reason: fok} with no other effect.
+//
+// Modify: a lower quantity at the same price changes the order in place and
+// keeps its priority. Any other change removes the order, gives it a new
+// arrival sequence and matches it as a GTC limit taker at the new price
+// (the remainder rests). Both emit Replaced first.
+//
+// # Triggers
+//
+// Stop and StopLimit orders are armed against the instrument's last trade
+// price (Ref last) or its mark price (Ref mark); a reference of 0 (none yet)
+// fires nothing. A buy fires when the reference ≥ Stop, a sell when it ≤
+// Stop. After every NewOrder, Modify and MarkPrice the engine runs the
+// trigger loop for that instrument: while any armed order there satisfies its
+// condition, the one with the lowest arrival sequence fires:
+// TriggerFired{OrderID, Side, Price: the reference price}, it takes a new
+// arrival sequence and is processed as a taker (Stop as a market order,
+// StopLimit as a limit order at Price) with its own TIF, STP and post-only
+// flag; a post-only order that would then cross is Cancelled{post_only}.
+//
+// # Cancels
+//
+// Cancelled events carry the order's side, its limit price (0 for market and
+// stop orders), Qty (quantity removed) and Remaining (quantity left). A mass
+// cancel emits them instrument by instrument, resting bids then asks in
+// priority order, then armed orders in trigger-book order.
+//
+// # Records
+//
+// [Engine.SnapshotTo] streams the whole state to a [Sink] through callbacks
+// taking primitives only; [Engine.Restorer] rebuilds an engine from such a
+// stream and checks it strictly; [Frozen.Partitions] cuts a frozen book into
+// ordered partitions whose concatenation is exactly the resting-order stream.
+// The state hash is the hash of that record stream (see [Hasher]), so it is
+// equal after a snapshot and restore, after a replay, and across engines fed
+// the same commands.
+package engine

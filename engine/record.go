@@ -1,0 +1,48 @@
+package engine
+
+// RecordVersion is the version of the record stream that [Engine.SnapshotTo]
+// emits and [Engine.Restorer] accepts. It changes whenever the meaning of a
+// record field changes. Never reuse a value.
+const RecordVersion = 1
+
+// Header opens a record stream. Counts let a restorer size its tables up
+// front and let a strict loader check the stream's end.
+type Header struct {
+	Version     uint32
+	NextSeq     uint64 // the engine's next arrival sequence
+	Sources     uint64 // number of SourceHighWater records that follow
+	Instruments uint64 // number of Mark records
+	Orders      uint64 // number of Resting records
+	Triggers    uint64 // number of ArmedTrigger records
+}
+
+// Sink receives an engine's state as a stream of records, in this order:
+//
+//	OnHeader
+//	OnSourceHighWater  × Header.Sources       source ascending
+//	OnMark             × Header.Instruments   instrument ascending
+//	OnResting          × Header.Orders        instrument ascending, bids then asks, price-time priority
+//	OnArmedTrigger     × Header.Triggers      instrument ascending, then trigger-book order
+//	OnEnd
+//
+// Every callback takes primitives only, so a sink can encode each record in
+// place without the engine allocating anything per record. A non-nil error
+// stops the stream and is returned by [Engine.SnapshotTo].
+type Sink interface {
+	OnHeader(h Header) error
+	OnSourceHighWater(source, seq uint64) error
+	// OnMark carries one instrument: its definition, last trade price and
+	// mark price (0 when there is none yet).
+	OnMark(instrument uint32, tick, lot, minPrice, maxPrice, lastTrade, mark int64) error
+	OnResting(instrument uint32, side Side, orderID, account uint64, price, qty int64, seq uint64, stp STP, post bool) error
+	OnArmedTrigger(instrument uint32, side Side, orderID, account uint64, typ OrderType, tif TimeInForce, ref TriggerRef,
+		stop, price, qty int64, seq uint64, stp STP, post bool) error
+	// OnEnd closes the stream with the number of records of each kind and
+	// the engine's state hash.
+	OnEnd(sources, instruments, orders, triggers uint64, stateHash uint64) error
+}
+
+// RestingSink receives resting orders only: what a [Partition] emits.
+type RestingSink interface {
+	OnResting(instrument uint32, side Side, orderID, account uint64, price, qty int64, seq uint64, stp STP, post bool) error
+}
