@@ -2,4 +2,7 @@ module github.com/matchlog/matchlog
 
 go 1.26
 
-require github.com/google/btree v1.1.3 // indirect
+require (
+	github.com/google/btree v1.1.3 // indirect
+	github.com/tidwall/btree v1.8.2 // indirect
+)

@@ -1,0 +1,189 @@
+package engine
+
+import (
+	"github.com/google/btree"
+)
+
+// treeDegree is the B-tree degree of every tree: nodes hold up to
+// 2*treeDegree-1 items, stored by value, so a walk reads contiguous memory.
+const treeDegree = 32
+
+// order is a resting order as stored in a side tree, by value. sk packs the
+// arrival sequence (high 56 bits) with the STP mode and post-only flag (low
+// 8 bits), so comparing sk compares arrival sequences and the item stays 40
+// bytes.
+type order struct {
+	price   int64
+	sk      uint64
+	id      uint64
+	account uint64
+	qty     int64
+}
+
+func packSK(seq uint64, stp STP, post bool) uint64 {
+	return seq<<8 | uint64(stp)<<1 | b2u(post)
+}
+
+func (o *order) seq() uint64 { return o.sk >> 8 }
+func (o *order) stp() STP    { return STP(o.sk>>1) & 0x7f }
+func (o *order) post() bool  { return o.sk&1 != 0 }
+
+// level is one price level's totals, kept in a tree per side.
+type level struct {
+	price int64
+	qty   int64
+	count int64
+}
+
+// trigger is an armed stop order, by value. Buy triggers are ordered by
+// (ref, stop ascending, seq), sell triggers by (ref, stop descending, seq), so
+// the orders a reference price fires form a prefix of each ref's run.
+type trigger struct {
+	stop    int64
+	sk      uint64
+	id      uint64
+	account uint64
+	price   int64 // limit price (StopLimit), 0 for Stop
+	qty     int64
+	typ     OrderType
+	tif     TimeInForce
+	ref     TriggerRef
+}
+
+func (t *trigger) seq() uint64 { return t.sk >> 8 }
+func (t *trigger) stp() STP    { return STP(t.sk>>1) & 0x7f }
+func (t *trigger) post() bool  { return t.sk&1 != 0 }
+
+func lessBid(a, b order) bool {
+	return a.price > b.price || (a.price == b.price && a.sk < b.sk)
+}
+
+func lessAsk(a, b order) bool {
+	return a.price < b.price || (a.price == b.price && a.sk < b.sk)
+}
+
+func lessBidLevel(a, b level) bool { return a.price > b.price }
+func lessAskLevel(a, b level) bool { return a.price < b.price }
+
+func lessBuyTrigger(a, b trigger) bool {
+	if a.ref != b.ref {
+		return a.ref < b.ref
+	}
+	if a.stop != b.stop {
+		return a.stop < b.stop
+	}
+	return a.sk < b.sk
+}
+
+func lessSellTrigger(a, b trigger) bool {
+	if a.ref != b.ref {
+		return a.ref < b.ref
+	}
+	if a.stop != b.stop {
+		return a.stop > b.stop
+	}
+	return a.sk < b.sk
+}
+
+// freeLists recycle tree nodes across every book of an engine, so steady
+// state inserts and deletes allocate nothing.
+type freeLists struct {
+	orders   *btree.FreeListG[order]
+	levels   *btree.FreeListG[level]
+	triggers *btree.FreeListG[trigger]
+}
+
+func newFreeLists() *freeLists {
+	return &freeLists{
+		orders:   btree.NewFreeListG[order](1024),
+		levels:   btree.NewFreeListG[level](256),
+		triggers: btree.NewFreeListG[trigger](64),
+	}
+}
+
+// book is one instrument: its definition, reference prices and trees. Index
+// 0 of each array is the buy side, 1 the sell side.
+type book struct {
+	id        uint32
+	tick      int64
+	lot       int64
+	minPrice  int64
+	maxPrice  int64
+	lastTrade int64
+	mark      int64
+
+	orders   [2]*btree.BTreeG[order]
+	levels   [2]*btree.BTreeG[level]
+	triggers [2]*btree.BTreeG[trigger]
+}
+
+func newBook(id uint32, tick, lot, minPrice, maxPrice int64, fl *freeLists) *book {
+	return &book{
+		id: id, tick: tick, lot: lot, minPrice: minPrice, maxPrice: maxPrice,
+		orders: [2]*btree.BTreeG[order]{
+			btree.NewWithFreeListG(treeDegree, lessBid, fl.orders),
+			btree.NewWithFreeListG(treeDegree, lessAsk, fl.orders),
+		},
+		levels: [2]*btree.BTreeG[level]{
+			btree.NewWithFreeListG(treeDegree, lessBidLevel, fl.levels),
+			btree.NewWithFreeListG(treeDegree, lessAskLevel, fl.levels),
+		},
+		triggers: [2]*btree.BTreeG[trigger]{
+			btree.NewWithFreeListG(treeDegree, lessBuyTrigger, fl.triggers),
+			btree.NewWithFreeListG(treeDegree, lessSellTrigger, fl.triggers),
+		},
+	}
+}
+
+// clone returns a copy-on-write copy of b: O(1) per tree.
+func (b *book) clone() *book {
+	c := *b
+	for i := range 2 {
+		c.orders[i] = b.orders[i].Clone()
+		c.levels[i] = b.levels[i].Clone()
+		c.triggers[i] = b.triggers[i].Clone()
+	}
+	return &c
+}
+
+func sideIndex(s Side) int { return int(s) - 1 }
+
+func opposite(s Side) Side { return 3 - s }
+
+// crosses reports whether a taker on side s with limit price limit may trade
+// with a maker at price p.
+func crosses(s Side, limit, p int64) bool {
+	if s == Buy {
+		return p <= limit
+	}
+	return p >= limit
+}
+
+// wouldCross reports whether a limit order at price on side s would meet the
+// best opposite order.
+func (b *book) wouldCross(s Side, price int64) bool {
+	best, ok := b.orders[sideIndex(opposite(s))].Min()
+	return ok && crosses(s, price, best.price)
+}
+
+// addLevel changes the totals of the level at price by dq and dc, inserting
+// or removing the level as needed.
+func (b *book) addLevel(si int, price, dq, dc int64) {
+	t := b.levels[si]
+	l, ok := t.Get(level{price: price})
+	if !ok {
+		l = level{price: price}
+	}
+	l.qty += dq
+	l.count += dc
+	if l.count == 0 {
+		t.Delete(l)
+		return
+	}
+	t.ReplaceOrInsert(l)
+}
+
+func (b *book) levelAt(si int, price int64) level {
+	l, _ := b.levels[si].Get(level{price: price})
+	return l
+}

@@ -1,0 +1,431 @@
+package engine
+
+import (
+	"slices"
+
+	"github.com/matchlog/matchlog/internal/invariants"
+)
+
+// loc says where a live order sits: enough to build its tree key. For armed
+// orders price holds the stop price.
+type loc struct {
+	price int64
+	sk    uint64
+	inst  uint32
+	side  Side
+	armed bool
+	ref   TriggerRef
+}
+
+// touch is a price level changed by the current command.
+type touch struct {
+	b     *book
+	side  Side
+	price int64
+}
+
+// Engine is a matching engine: many instruments, each with its own book.
+// The zero value is not usable; call [New]. An Engine is not safe for
+// concurrent use: one goroutine, the single writer, owns it.
+type Engine struct {
+	books   []*book // instrument ascending
+	byID    map[uint32]*book
+	index   map[uint64]loc
+	hwm     map[uint64]uint64
+	nextSeq uint64
+	fl      *freeLists
+
+	// Per-command state.
+	cmd     *Command
+	events  []Event
+	touched []touch
+	scratch []order
+	tscr    []trigger
+	srcs    []srcMark
+}
+
+// New returns an empty engine.
+func New() *Engine {
+	return &Engine{
+		byID:    make(map[uint32]*book),
+		index:   make(map[uint64]loc),
+		hwm:     make(map[uint64]uint64),
+		nextSeq: 1,
+		fl:      newFreeLists(),
+		events:  make([]Event, 0, 64),
+	}
+}
+
+// Orders returns the number of resting orders.
+func (e *Engine) Orders() int {
+	n := 0
+	for _, b := range e.books {
+		n += b.orders[0].Len() + b.orders[1].Len()
+	}
+	return n
+}
+
+// Triggers returns the number of armed stop orders.
+func (e *Engine) Triggers() int { return len(e.index) - e.Orders() }
+
+// Depth appends up to n levels of one side of an instrument's book to dst,
+// best first, and returns it. It costs O(n) levels, never a walk of orders.
+func (e *Engine) Depth(instrument uint32, side Side, n int, dst []Level) []Level {
+	b := e.byID[instrument]
+	if b == nil || (side != Buy && side != Sell) || n <= 0 {
+		return dst
+	}
+	b.levels[sideIndex(side)].Ascend(func(l level) bool {
+		dst = append(dst, Level{Price: l.price, Qty: l.qty, Count: l.count})
+		n--
+		return n > 0
+	})
+	return dst
+}
+
+// Level is one price level of depth.
+type Level struct {
+	Price int64
+	Qty   int64
+	Count int64
+}
+
+// Apply processes one command and returns its events. The slice is valid
+// until the next call to Apply; the engine keeps no reference to c.
+func (e *Engine) Apply(c *Command) []Event {
+	e.events = e.events[:0]
+	if hw, ok := e.hwm[c.Source]; ok && c.Seq <= hw {
+		return e.events
+	}
+	e.hwm[c.Source] = c.Seq
+	e.cmd = c
+	var r Reason
+	switch c.Kind {
+	case CmdDefineInstrument:
+		r = e.defineInstrument(c)
+	case CmdNewOrder:
+		r = e.newOrder(c)
+	case CmdCancel:
+		r = e.cancel(c)
+	case CmdModify:
+		r = e.modify(c)
+	case CmdMassCancel:
+		r = e.massCancel(c)
+	case CmdMarkPrice:
+		r = e.markPrice(c)
+	default:
+		r = RejBadCommand
+	}
+	if r != ReasonNone {
+		e.emit(Event{Kind: EvRejected, Instrument: c.Instrument, OrderID: c.OrderID, Reason: r})
+	}
+	e.flushDepth()
+	e.emit(Event{Kind: EvRelease, Instrument: c.Instrument})
+	e.cmd = nil
+	if invariants.Enabled {
+		if err := e.Check(); err != nil {
+			panic(err)
+		}
+	}
+	return e.events
+}
+
+func (e *Engine) emit(ev Event) {
+	ev.Source, ev.Seq = e.cmd.Source, e.cmd.Seq
+	e.events = append(e.events, ev)
+}
+
+func (e *Engine) accept(orderID uint64) {
+	e.emit(Event{Kind: EvAccepted, Instrument: e.cmd.Instrument, OrderID: orderID})
+}
+
+func (e *Engine) touch(b *book, side Side, price int64) {
+	for i := range e.touched {
+		t := &e.touched[i]
+		if t.price == price && t.side == side && t.b == b {
+			return
+		}
+	}
+	e.touched = append(e.touched, touch{b: b, side: side, price: price})
+}
+
+func (e *Engine) flushDepth() {
+	for _, t := range e.touched {
+		l := t.b.levelAt(sideIndex(t.side), t.price)
+		e.emit(Event{Kind: EvDepth, Instrument: t.b.id, Side: t.side, Price: t.price, Qty: l.qty, Count: l.count})
+	}
+	e.touched = e.touched[:0]
+}
+
+func (e *Engine) defineInstrument(c *Command) Reason {
+	switch {
+	case c.Instrument == 0:
+		return RejBadInstrument
+	case e.byID[c.Instrument] != nil:
+		return RejDuplicateInstrument
+	case !validInstrument(c.Tick, c.Lot, c.MinPrice, c.MaxPrice):
+		return RejBadInstrument
+	}
+	e.addBook(newBook(c.Instrument, c.Tick, c.Lot, c.MinPrice, c.MaxPrice, e.fl))
+	e.accept(0)
+	return ReasonNone
+}
+
+func validInstrument(tick, lot, minPrice, maxPrice int64) bool {
+	return tick > 0 && lot > 0 && minPrice > 0 && maxPrice >= minPrice && minPrice%tick == 0 && maxPrice%tick == 0
+}
+
+func (e *Engine) addBook(b *book) {
+	i, _ := slices.BinarySearchFunc(e.books, b.id, func(x *book, id uint32) int {
+		return cmpU32(x.id, id)
+	})
+	e.books = slices.Insert(e.books, i, b)
+	e.byID[b.id] = b
+}
+
+func cmpU32(a, b uint32) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// checkPrice validates a limit or stop price against the instrument.
+func (b *book) checkPrice(p int64) Reason {
+	if p <= 0 || p%b.tick != 0 {
+		return RejBadPrice
+	}
+	if p < b.minPrice || p > b.maxPrice {
+		return RejPriceOutOfBand
+	}
+	return ReasonNone
+}
+
+func (b *book) checkQty(q int64) Reason {
+	if q <= 0 || q%b.lot != 0 {
+		return RejBadQuantity
+	}
+	return ReasonNone
+}
+
+func (e *Engine) newOrder(c *Command) Reason {
+	b := e.byID[c.Instrument]
+	if b == nil {
+		return RejUnknownInstrument
+	}
+	if c.Side != Buy && c.Side != Sell {
+		return RejBadSide
+	}
+	if !validType(c) {
+		return RejBadType
+	}
+	if c.STP > STPDecrement {
+		return RejBadSTP
+	}
+	if r := b.checkQty(c.Qty); r != ReasonNone {
+		return r
+	}
+	if c.Type == Limit || c.Type == StopLimit {
+		if r := b.checkPrice(c.Price); r != ReasonNone {
+			return r
+		}
+	}
+	if c.Type == Stop || c.Type == StopLimit {
+		if r := b.checkPrice(c.Stop); r != ReasonNone {
+			return r
+		}
+	}
+	if _, live := e.index[c.OrderID]; live || c.OrderID == 0 {
+		return RejDuplicateOrderID
+	}
+	if c.Type == Limit && c.Post && b.wouldCross(c.Side, c.Price) {
+		return RejPostOnlyWouldCross
+	}
+	e.accept(c.OrderID)
+	seq := e.nextSeq
+	e.nextSeq++
+	switch c.Type {
+	case Stop, StopLimit:
+		price := c.Price
+		if c.Type == Stop {
+			price = 0
+		}
+		t := trigger{stop: c.Stop, sk: packSK(seq, c.STP, c.Post), id: c.OrderID, account: c.Account,
+			price: price, qty: c.Qty, typ: c.Type, tif: c.TIF, ref: c.Ref}
+		b.triggers[sideIndex(c.Side)].ReplaceOrInsert(t)
+		e.index[c.OrderID] = loc{price: c.Stop, sk: t.sk, inst: b.id, side: c.Side, armed: true, ref: c.Ref}
+	default:
+		tk := taker{side: c.Side, market: c.Type == Market, tif: c.TIF,
+			o: order{price: c.Price, sk: packSK(seq, c.STP, c.Post), id: c.OrderID, account: c.Account, qty: c.Qty}}
+		if tk.market {
+			tk.o.price = 0
+		}
+		e.take(b, &tk)
+	}
+	e.runTriggers(b)
+	return ReasonNone
+}
+
+func validType(c *Command) bool {
+	if c.Type < Limit || c.Type > StopLimit || c.TIF < GTC || c.TIF > FOK {
+		return false
+	}
+	if (c.Type == Market || c.Type == Stop) && (c.TIF == GTC || c.Post) {
+		return false
+	}
+	if c.Post && c.TIF != GTC {
+		return false
+	}
+	if (c.Type == Stop || c.Type == StopLimit) && c.Ref != RefLastTrade && c.Ref != RefMark {
+		return false
+	}
+	return true
+}
+
+// live returns the book and location of an order id live on instrument.
+func (e *Engine) live(c *Command) (*book, loc, Reason) {
+	b := e.byID[c.Instrument]
+	if b == nil {
+		return nil, loc{}, RejUnknownInstrument
+	}
+	l, ok := e.index[c.OrderID]
+	if !ok || l.inst != c.Instrument {
+		return nil, loc{}, RejUnknownOrder
+	}
+	return b, l, ReasonNone
+}
+
+func (e *Engine) cancel(c *Command) Reason {
+	b, l, r := e.live(c)
+	if r != ReasonNone {
+		return r
+	}
+	e.accept(c.OrderID)
+	if l.armed {
+		t, _ := b.triggers[sideIndex(l.side)].Delete(trigger{ref: l.ref, stop: l.price, sk: l.sk})
+		e.cancelTrigger(b, l.side, &t, CxlRequested)
+		return ReasonNone
+	}
+	o, _ := b.orders[sideIndex(l.side)].Delete(order{price: l.price, sk: l.sk})
+	e.removed(b, l.side, &o, o.qty, CxlRequested)
+	return ReasonNone
+}
+
+// removed finishes the removal of a resting order that has already left its
+// side tree: index, level totals, depth touch and the Cancelled event.
+func (e *Engine) removed(b *book, side Side, o *order, qty int64, why Reason) {
+	delete(e.index, o.id)
+	b.addLevel(sideIndex(side), o.price, -qty, -1)
+	e.touch(b, side, o.price)
+	e.emit(Event{Kind: EvCancelled, Instrument: b.id, OrderID: o.id, Side: side, Price: o.price, Qty: qty, Reason: why})
+}
+
+func (e *Engine) cancelTrigger(b *book, side Side, t *trigger, why Reason) {
+	delete(e.index, t.id)
+	e.emit(Event{Kind: EvCancelled, Instrument: b.id, OrderID: t.id, Side: side, Price: t.price, Qty: t.qty, Reason: why})
+}
+
+func (e *Engine) modify(c *Command) Reason {
+	b, l, r := e.live(c)
+	if r != ReasonNone {
+		return r
+	}
+	if l.armed {
+		return RejNotModifiable
+	}
+	if r := b.checkQty(c.Qty); r != ReasonNone {
+		return r
+	}
+	if r := b.checkPrice(c.Price); r != ReasonNone {
+		return r
+	}
+	si := sideIndex(l.side)
+	o, _ := b.orders[si].Get(order{price: l.price, sk: l.sk})
+	if c.Price == o.price && c.Qty == o.qty {
+		return RejNoChange
+	}
+	if o.post() && c.Price != o.price && b.wouldCross(l.side, c.Price) {
+		return RejPostOnlyWouldCross
+	}
+	e.accept(c.OrderID)
+	e.emit(Event{Kind: EvReplaced, Instrument: b.id, OrderID: o.id, Side: l.side, Price: c.Price, Qty: c.Qty})
+	if c.Price == o.price && c.Qty < o.qty {
+		b.addLevel(si, o.price, c.Qty-o.qty, 0)
+		o.qty = c.Qty
+		b.orders[si].ReplaceOrInsert(o)
+		e.touch(b, l.side, o.price)
+		return ReasonNone
+	}
+	b.orders[si].Delete(o)
+	delete(e.index, o.id)
+	b.addLevel(si, o.price, -o.qty, -1)
+	e.touch(b, l.side, o.price)
+	seq := e.nextSeq
+	e.nextSeq++
+	tk := taker{side: l.side, tif: GTC, o: order{price: c.Price, sk: packSK(seq, o.stp(), o.post()), id: o.id, account: o.account, qty: c.Qty}}
+	e.take(b, &tk)
+	e.runTriggers(b)
+	return ReasonNone
+}
+
+func (e *Engine) massCancel(c *Command) Reason {
+	if c.Instrument != 0 && e.byID[c.Instrument] == nil {
+		return RejUnknownInstrument
+	}
+	e.accept(0)
+	for _, b := range e.books {
+		if c.Instrument == 0 || b.id == c.Instrument {
+			e.massCancelBook(b, c.Account)
+		}
+	}
+	return ReasonNone
+}
+
+func (e *Engine) massCancelBook(b *book, account uint64) {
+	for si := range 2 {
+		side := Side(si + 1)
+		e.scratch = e.scratch[:0]
+		b.orders[si].Ascend(func(o order) bool {
+			if account == 0 || o.account == account {
+				e.scratch = append(e.scratch, o)
+			}
+			return true
+		})
+		for i := range e.scratch {
+			o := &e.scratch[i]
+			b.orders[si].Delete(*o)
+			e.removed(b, side, o, o.qty, CxlMassCancel)
+		}
+	}
+	for si := range 2 {
+		e.tscr = e.tscr[:0]
+		b.triggers[si].Ascend(func(t trigger) bool {
+			if account == 0 || t.account == account {
+				e.tscr = append(e.tscr, t)
+			}
+			return true
+		})
+		for i := range e.tscr {
+			t := &e.tscr[i]
+			b.triggers[si].Delete(*t)
+			e.cancelTrigger(b, Side(si+1), t, CxlMassCancel)
+		}
+	}
+}
+
+func (e *Engine) markPrice(c *Command) Reason {
+	b := e.byID[c.Instrument]
+	if b == nil {
+		return RejUnknownInstrument
+	}
+	if c.Price <= 0 || c.Price%b.tick != 0 {
+		return RejBadPrice
+	}
+	e.accept(0)
+	b.mark = c.Price
+	e.runTriggers(b)
+	return ReasonNone
+}

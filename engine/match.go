@@ -1,0 +1,204 @@
+package engine
+
+import "math"
+
+// taker is an order being matched: o holds its id, account, limit price (0
+// for market orders), remaining quantity and packed sequence/flags.
+type taker struct {
+	o      order
+	side   Side
+	market bool
+	tif    TimeInForce
+}
+
+// take matches a taker against the book and then cancels or rests its
+// remainder.
+func (e *Engine) take(b *book, t *taker) {
+	if t.tif == FOK && !e.fillable(b, t) {
+		e.emit(Event{Kind: EvCancelled, Instrument: b.id, OrderID: t.o.id, Side: t.side, Price: t.o.price,
+			Qty: t.o.qty, Reason: CxlFOK})
+		return
+	}
+	stopped := e.match(b, t)
+	if t.o.qty <= 0 {
+		return
+	}
+	switch {
+	case stopped:
+		e.cancelTaker(b, t, CxlSelfTrade)
+	case t.market || t.tif != GTC:
+		e.cancelTaker(b, t, CxlIOC)
+	default:
+		e.rest(b, t)
+	}
+}
+
+func (e *Engine) cancelTaker(b *book, t *taker, why Reason) {
+	e.emit(Event{Kind: EvCancelled, Instrument: b.id, OrderID: t.o.id, Side: t.side, Price: t.o.price,
+		Qty: t.o.qty, Reason: why})
+	t.o.qty = 0
+}
+
+func (e *Engine) rest(b *book, t *taker) {
+	si := sideIndex(t.side)
+	b.orders[si].ReplaceOrInsert(t.o)
+	e.index[t.o.id] = loc{price: t.o.price, sk: t.o.sk, inst: b.id, side: t.side}
+	b.addLevel(si, t.o.price, t.o.qty, 1)
+	e.touch(b, t.side, t.o.price)
+}
+
+// match trades the taker against the opposite side until it is filled, the
+// book no longer crosses, or self-trade prevention stops it (reported true).
+func (e *Engine) match(b *book, t *taker) (stopped bool) {
+	ms := opposite(t.side)
+	msi := sideIndex(ms)
+	tree := b.orders[msi]
+	stp := t.o.stp()
+	for t.o.qty > 0 {
+		m, ok := tree.Min()
+		if !ok || (!t.market && !crosses(t.side, t.o.price, m.price)) {
+			return false
+		}
+		if stp != STPNone && m.account == t.o.account {
+			switch stp {
+			case STPCancelNewest:
+				return true
+			case STPCancelOldest, STPCancelBoth:
+				tree.DeleteMin()
+				e.removed(b, ms, &m, m.qty, CxlSelfTrade)
+				if stp == STPCancelBoth {
+					return true
+				}
+			case STPDecrement:
+				q := min(t.o.qty, m.qty)
+				e.reduceMaker(b, ms, &m, q)
+				e.emit(Event{Kind: EvCancelled, Instrument: b.id, OrderID: m.id, Side: ms, Price: m.price,
+					Qty: q, Remaining: m.qty, Reason: CxlSelfTrade})
+				t.o.qty -= q
+				e.emit(Event{Kind: EvCancelled, Instrument: b.id, OrderID: t.o.id, Side: t.side, Price: t.o.price,
+					Qty: q, Remaining: t.o.qty, Reason: CxlSelfTrade})
+			}
+			continue
+		}
+		q := min(t.o.qty, m.qty)
+		t.o.qty -= q
+		e.reduceMaker(b, ms, &m, q)
+		b.lastTrade = m.price
+		e.emit(Event{Kind: EvTrade, Instrument: b.id, OrderID: t.o.id, Maker: m.id, Side: t.side, Price: m.price,
+			Qty: q, Remaining: t.o.qty, MakerRemaining: m.qty})
+	}
+	return false
+}
+
+// reduceMaker takes q off the best order m of side ms (m is the tree's
+// minimum), removing it when it reaches zero.
+func (e *Engine) reduceMaker(b *book, ms Side, m *order, q int64) {
+	msi := sideIndex(ms)
+	m.qty -= q
+	if m.qty == 0 {
+		b.orders[msi].DeleteMin()
+		delete(e.index, m.id)
+		b.addLevel(msi, m.price, -q, -1)
+	} else {
+		b.orders[msi].ReplaceOrInsert(*m)
+		b.addLevel(msi, m.price, -q, 0)
+	}
+	e.touch(b, ms, m.price)
+}
+
+// fillable is the fill-or-kill dry run: it walks the makers the match would
+// meet, without changing anything, and reports whether the taker would fill
+// completely. Without self-trade prevention the level totals answer it in
+// O(levels).
+func (e *Engine) fillable(b *book, t *taker) bool {
+	msi := sideIndex(opposite(t.side))
+	need := t.o.qty
+	stp := t.o.stp()
+	if stp == STPNone {
+		b.levels[msi].Ascend(func(l level) bool {
+			if !t.market && !crosses(t.side, t.o.price, l.price) {
+				return false
+			}
+			need -= l.qty
+			return need > 0
+		})
+		return need <= 0
+	}
+	ok := false
+	b.orders[msi].Ascend(func(m order) bool {
+		if !t.market && !crosses(t.side, t.o.price, m.price) {
+			return false
+		}
+		if m.account == t.o.account {
+			// cancel_oldest skips the maker it would cancel; every other
+			// mode stops the taker or decrements it without a fill.
+			return stp == STPCancelOldest
+		}
+		need -= m.qty
+		if need <= 0 {
+			ok = true
+			return false
+		}
+		return true
+	})
+	return ok
+}
+
+// runTriggers fires, one at a time and lowest arrival sequence first, every
+// armed order of b whose condition holds, until none does.
+func (e *Engine) runTriggers(b *book) {
+	for {
+		si, t, ok := e.nextTrigger(b)
+		if !ok {
+			return
+		}
+		b.triggers[si].Delete(t)
+		delete(e.index, t.id)
+		side := Side(si + 1)
+		ref := b.lastTrade
+		if t.ref == RefMark {
+			ref = b.mark
+		}
+		e.emit(Event{Kind: EvTriggerFired, Instrument: b.id, OrderID: t.id, Side: side, Price: ref})
+		seq := e.nextSeq
+		e.nextSeq++
+		tk := taker{side: side, market: t.typ == Stop, tif: t.tif,
+			o: order{price: t.price, sk: packSK(seq, t.stp(), t.post()), id: t.id, account: t.account, qty: t.qty}}
+		if t.post() && !tk.market && b.wouldCross(side, t.price) {
+			e.cancelTaker(b, &tk, CxlPostOnly)
+			continue
+		}
+		e.take(b, &tk)
+	}
+}
+
+// nextTrigger finds the triggered order with the lowest arrival sequence.
+// The orders a reference price fires are a prefix of each (side, ref) run of
+// the trigger trees, so only fired orders are visited.
+func (e *Engine) nextTrigger(b *book) (si int, best trigger, found bool) {
+	for s := range 2 {
+		for _, ref := range [2]TriggerRef{RefLastTrade, RefMark} {
+			p := b.lastTrade
+			if ref == RefMark {
+				p = b.mark
+			}
+			if p == 0 {
+				continue
+			}
+			pivot := trigger{ref: ref, stop: math.MinInt64}
+			if s == 1 {
+				pivot.stop = math.MaxInt64
+			}
+			b.triggers[s].AscendGreaterOrEqual(pivot, func(t trigger) bool {
+				if t.ref != ref || (s == 0 && t.stop > p) || (s == 1 && t.stop < p) {
+					return false
+				}
+				if !found || t.sk < best.sk {
+					si, best, found = s, t, true
+				}
+				return true
+			})
+		}
+	}
+	return si, best, found
+}

@@ -1,0 +1,289 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrRestore marks every error a [Restorer] returns.
+var ErrRestore = errors.New("engine: restore")
+
+// ErrNotEnded is returned by [Restorer.Err] while the stream has not ended.
+var ErrNotEnded = fmt.Errorf("%w: record stream did not end", ErrRestore)
+
+// Restorer is a [Sink] that rebuilds an engine from a record stream. It is
+// strict: the header must come first and End last, records must come in the
+// stream's order with valid values, counts must match the header and the
+// End record, and the End record's hash must equal the hash of what
+// arrived. The engine is built aside and installed only when End checks
+// out, so a failed or unfinished restore leaves the engine empty, never
+// partial. After the first error every call returns it.
+//
+// Resting orders in stream order (what [Engine.SnapshotTo] emits) take a
+// fast path: level totals accumulate without tree lookups. Orders in any
+// other order of the same book are accepted too, at the cost of a lookup.
+type Restorer struct {
+	e     *Engine
+	st    *Engine // being built
+	hd    Header
+	phase int
+	err   error
+	sum   uint64
+	n     [4]uint64 // sources, instruments, orders, triggers received
+
+	lastSource uint64
+	// Level run of the fast path: consecutive orders at one price of one
+	// side of one book accumulate here and enter the level tree once.
+	run     level
+	runBook *book
+	runSide int
+	prevKey order
+	prevSeg int
+}
+
+const (
+	phaseHeader = iota
+	phaseSources
+	phaseMarks
+	phaseOrders
+	phaseTriggers
+	phaseDone
+)
+
+// Restorer returns a sink that rebuilds e from a record stream. e must be
+// empty (no instruments, orders or sources); otherwise the restorer fails
+// at the header.
+func (e *Engine) Restorer() *Restorer {
+	return &Restorer{e: e, prevSeg: -1}
+}
+
+// Err returns nil once the stream has ended and the engine is installed,
+// the first error met, or [ErrNotEnded].
+func (r *Restorer) Err() error {
+	if r.err != nil {
+		return r.err
+	}
+	if r.phase != phaseDone {
+		return ErrNotEnded
+	}
+	return nil
+}
+
+func (r *Restorer) fail(format string, args ...any) error {
+	if r.err == nil {
+		r.err = fmt.Errorf("%w: "+format, append([]any{ErrRestore}, args...)...)
+		r.st = nil
+	}
+	return r.err
+}
+
+// advance moves to phase p, refusing to go back.
+func (r *Restorer) advance(p int, what string) error {
+	if r.err != nil {
+		return r.err
+	}
+	if r.phase == phaseHeader || r.phase > p || r.phase == phaseDone {
+		if r.phase == phaseHeader {
+			return r.fail("%s before header", what)
+		}
+		return r.fail("%s out of order", what)
+	}
+	r.phase = p
+	return nil
+}
+
+// OnHeader implements [Sink].
+func (r *Restorer) OnHeader(h Header) error {
+	if r.err != nil {
+		return r.err
+	}
+	if r.phase != phaseHeader {
+		return r.fail("second header")
+	}
+	if h.Version != RecordVersion {
+		return r.fail("record version %d, want %d", h.Version, RecordVersion)
+	}
+	if len(r.e.books) != 0 || len(r.e.index) != 0 || len(r.e.hwm) != 0 || r.e.nextSeq != 1 {
+		return r.fail("engine is not empty")
+	}
+	if h.NextSeq == 0 {
+		return r.fail("next sequence 0")
+	}
+	const maxPrealloc = 1 << 26
+	r.hd = h
+	r.st = New()
+	r.st.fl = r.e.fl
+	r.st.nextSeq = h.NextSeq
+	r.st.index = make(map[uint64]loc, min(h.Orders+h.Triggers, maxPrealloc))
+	r.sum = HashHeader(h.Version, h.NextSeq)
+	r.phase = phaseSources
+	return nil
+}
+
+// OnSourceHighWater implements [Sink].
+func (r *Restorer) OnSourceHighWater(source, seq uint64) error {
+	if err := r.advance(phaseSources, "source high-water record"); err != nil {
+		return err
+	}
+	if r.n[0] > 0 && source <= r.lastSource {
+		return r.fail("source %d after source %d", source, r.lastSource)
+	}
+	if r.n[0] == r.hd.Sources {
+		return r.fail("more than the header's %d sources", r.hd.Sources)
+	}
+	r.n[0]++
+	r.lastSource = source
+	r.st.hwm[source] = seq
+	r.sum += HashSource(source, seq)
+	return nil
+}
+
+// OnMark implements [Sink].
+func (r *Restorer) OnMark(instrument uint32, tick, lot, minPrice, maxPrice, lastTrade, mark int64) error {
+	if err := r.advance(phaseMarks, "instrument record"); err != nil {
+		return err
+	}
+	if r.n[1] == r.hd.Instruments {
+		return r.fail("more than the header's %d instruments", r.hd.Instruments)
+	}
+	if instrument == 0 || !validInstrument(tick, lot, minPrice, maxPrice) || lastTrade < 0 || mark < 0 {
+		return r.fail("instrument %d: bad definition", instrument)
+	}
+	if n := len(r.st.books); n > 0 && r.st.books[n-1].id >= instrument {
+		return r.fail("instrument %d after instrument %d", instrument, r.st.books[n-1].id)
+	}
+	r.n[1]++
+	b := newBook(instrument, tick, lot, minPrice, maxPrice, r.st.fl)
+	b.lastTrade, b.mark = lastTrade, mark
+	r.st.books = append(r.st.books, b)
+	r.st.byID[instrument] = b
+	r.sum += HashMark(instrument, tick, lot, minPrice, maxPrice, lastTrade, mark)
+	return nil
+}
+
+func (r *Restorer) checkOrder(what string, instrument uint32, side Side, orderID uint64, price, qty int64, seq uint64, stp STP) (*book, error) {
+	b := r.st.byID[instrument]
+	switch {
+	case b == nil:
+		return nil, r.fail("%s %d: unknown instrument %d", what, orderID, instrument)
+	case side != Buy && side != Sell:
+		return nil, r.fail("%s %d: bad side %d", what, orderID, side)
+	case orderID == 0:
+		return nil, r.fail("%s: order id 0", what)
+	case b.checkQty(qty) != ReasonNone:
+		return nil, r.fail("%s %d: bad quantity %d", what, orderID, qty)
+	case price != 0 && b.checkPrice(price) != ReasonNone, price == 0 && what == "resting order":
+		return nil, r.fail("%s %d: bad price %d", what, orderID, price)
+	case seq == 0 || seq >= r.hd.NextSeq || seq >= 1<<56:
+		return nil, r.fail("%s %d: sequence %d outside [1, %d)", what, orderID, seq, r.hd.NextSeq)
+	case stp > STPDecrement:
+		return nil, r.fail("%s %d: bad STP mode %d", what, orderID, stp)
+	}
+	if _, dup := r.st.index[orderID]; dup {
+		return nil, r.fail("%s %d: duplicate order id", what, orderID)
+	}
+	return b, nil
+}
+
+// OnResting implements [Sink].
+func (r *Restorer) OnResting(instrument uint32, side Side, orderID, account uint64, price, qty int64, seq uint64, stp STP, post bool) error {
+	if err := r.advance(phaseOrders, "resting order"); err != nil {
+		return err
+	}
+	if r.n[2] == r.hd.Orders {
+		return r.fail("more than the header's %d resting orders", r.hd.Orders)
+	}
+	b, err := r.checkOrder("resting order", instrument, side, orderID, price, qty, seq, stp)
+	if err != nil {
+		return err
+	}
+	si := sideIndex(side)
+	o := order{price: price, sk: packSK(seq, stp, post), id: orderID, account: account, qty: qty}
+	if _, dup := b.orders[si].ReplaceOrInsert(o); dup {
+		return r.fail("resting order %d: price %d and sequence %d already taken", orderID, price, seq)
+	}
+	r.n[2]++
+	r.st.index[orderID] = loc{price: price, sk: o.sk, inst: instrument, side: side}
+	r.sum += HashResting(instrument, side, orderID, account, price, qty, seq, stp, post)
+	if r.runBook == b && r.runSide == si && r.run.price == price {
+		r.run.qty += qty
+		r.run.count++
+		return nil
+	}
+	r.flushRun()
+	r.runBook, r.runSide, r.run = b, si, level{price: price, qty: qty, count: 1}
+	return nil
+}
+
+// flushRun adds the current level run to its level tree.
+func (r *Restorer) flushRun() {
+	if r.runBook == nil {
+		return
+	}
+	t := r.runBook.levels[r.runSide]
+	if l, ok := t.Get(r.run); ok {
+		r.run.qty += l.qty
+		r.run.count += l.count
+	}
+	t.ReplaceOrInsert(r.run)
+	r.runBook = nil
+}
+
+// OnArmedTrigger implements [Sink].
+func (r *Restorer) OnArmedTrigger(instrument uint32, side Side, orderID, account uint64, typ OrderType, tif TimeInForce, ref TriggerRef,
+	stop, price, qty int64, seq uint64, stp STP, post bool) error {
+	if err := r.advance(phaseTriggers, "armed trigger"); err != nil {
+		return err
+	}
+	r.flushRun()
+	if r.n[3] == r.hd.Triggers {
+		return r.fail("more than the header's %d armed triggers", r.hd.Triggers)
+	}
+	b, err := r.checkOrder("armed trigger", instrument, side, orderID, price, qty, seq, stp)
+	if err != nil {
+		return err
+	}
+	c := Command{Type: typ, TIF: tif, Ref: ref, Post: post}
+	if (typ != Stop && typ != StopLimit) || !validType(&c) || (typ == Stop) != (price == 0) || b.checkPrice(stop) != ReasonNone {
+		return r.fail("armed trigger %d: bad type, time in force, reference, stop or price", orderID)
+	}
+	t := trigger{stop: stop, sk: packSK(seq, stp, post), id: orderID, account: account, price: price, qty: qty, typ: typ, tif: tif, ref: ref}
+	if _, dup := b.triggers[sideIndex(side)].ReplaceOrInsert(t); dup {
+		return r.fail("armed trigger %d: key already taken", orderID)
+	}
+	r.n[3]++
+	r.st.index[orderID] = loc{price: stop, sk: t.sk, inst: instrument, side: side, armed: true, ref: ref}
+	r.sum += HashTrigger(instrument, side, orderID, account, typ, tif, ref, stop, price, qty, seq, stp, post)
+	return nil
+}
+
+// OnEnd implements [Sink]. It checks the counts and the hash, and installs
+// the rebuilt state into the engine.
+func (r *Restorer) OnEnd(sources, instruments, orders, triggers uint64, stateHash uint64) error {
+	if err := r.advance(phaseDone, "end record"); err != nil {
+		return err
+	}
+	r.phase = phaseTriggers // not done until every check passes
+	r.flushRun()
+	got := [4]uint64{sources, instruments, orders, triggers}
+	want := [4]uint64{r.hd.Sources, r.hd.Instruments, r.hd.Orders, r.hd.Triggers}
+	if got != want || r.n != want {
+		return r.fail("counts: header %v, end record %v, received %v (sources, instruments, orders, triggers)", want, got, r.n)
+	}
+	if stateHash != r.sum {
+		return r.fail("state hash %#016x in end record, %#016x computed", stateHash, r.sum)
+	}
+	for _, b := range r.st.books {
+		bid, okb := b.orders[0].Min()
+		ask, oka := b.orders[1].Min()
+		if okb && oka && bid.price >= ask.price {
+			return r.fail("instrument %d: crossed book (bid %d, ask %d)", b.id, bid.price, ask.price)
+		}
+	}
+	st := r.st
+	r.st = nil
+	e := r.e
+	e.books, e.byID, e.index, e.hwm, e.nextSeq = st.books, st.byID, st.index, st.hwm, st.nextSeq
+	r.phase = phaseDone
+	return nil
+}

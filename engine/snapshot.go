@@ -1,0 +1,204 @@
+package engine
+
+import (
+	"cmp"
+	"slices"
+)
+
+type srcMark struct{ source, seq uint64 }
+
+// state is what a record stream is made of: the engine's own books when a
+// live engine streams itself, or cloned books in a [Frozen] view.
+type state struct {
+	nextSeq uint64
+	sources []srcMark // source ascending
+	books   []*book   // instrument ascending
+}
+
+// orderCount is the number of resting orders and armed triggers.
+func (s *state) counts() (orders, triggers uint64) {
+	for _, b := range s.books {
+		orders += uint64(b.orders[0].Len() + b.orders[1].Len())
+		triggers += uint64(b.triggers[0].Len() + b.triggers[1].Len())
+	}
+	return orders, triggers
+}
+
+// emitter walks a state into a sink (nil: hash only). Its methods are the
+// tree callbacks, bound once, so a walk allocates nothing.
+type emitter struct {
+	sink Sink
+	rs   RestingSink
+	b    *book
+	side Side
+	sum  uint64
+	n    uint64
+	err  error
+}
+
+func (w *emitter) resting(o order) bool {
+	w.n++
+	w.sum += HashResting(w.b.id, w.side, o.id, o.account, o.price, o.qty, o.seq(), o.stp(), o.post())
+	if w.rs != nil {
+		w.err = w.rs.OnResting(w.b.id, w.side, o.id, o.account, o.price, o.qty, o.seq(), o.stp(), o.post())
+		return w.err == nil
+	}
+	return true
+}
+
+func (w *emitter) trigger(t trigger) bool {
+	w.sum += HashTrigger(w.b.id, w.side, t.id, t.account, t.typ, t.tif, t.ref, t.stop, t.price, t.qty, t.seq(), t.stp(), t.post())
+	if w.sink != nil {
+		w.err = w.sink.OnArmedTrigger(w.b.id, w.side, t.id, t.account, t.typ, t.tif, t.ref, t.stop, t.price, t.qty, t.seq(), t.stp(), t.post())
+		return w.err == nil
+	}
+	return true
+}
+
+// emit streams s into sink, or only hashes it when sink is nil, and returns
+// the state hash.
+func (s *state) emit(sink Sink) (uint64, error) {
+	orders, triggers := s.counts()
+	w := emitter{sink: sink, rs: sink}
+	w.sum = HashHeader(RecordVersion, s.nextSeq)
+	if sink != nil {
+		h := Header{Version: RecordVersion, NextSeq: s.nextSeq, Sources: uint64(len(s.sources)),
+			Instruments: uint64(len(s.books)), Orders: orders, Triggers: triggers}
+		if err := sink.OnHeader(h); err != nil {
+			return 0, err
+		}
+	}
+	for _, m := range s.sources {
+		w.sum += HashSource(m.source, m.seq)
+		if sink != nil {
+			if err := sink.OnSourceHighWater(m.source, m.seq); err != nil {
+				return 0, err
+			}
+		}
+	}
+	for _, b := range s.books {
+		w.sum += HashMark(b.id, b.tick, b.lot, b.minPrice, b.maxPrice, b.lastTrade, b.mark)
+		if sink != nil {
+			if err := sink.OnMark(b.id, b.tick, b.lot, b.minPrice, b.maxPrice, b.lastTrade, b.mark); err != nil {
+				return 0, err
+			}
+		}
+	}
+	resting := w.resting
+	for _, b := range s.books {
+		w.b = b
+		for si := range 2 {
+			w.side = Side(si + 1)
+			b.orders[si].Ascend(resting)
+			if w.err != nil {
+				return 0, w.err
+			}
+		}
+	}
+	trig := w.trigger
+	for _, b := range s.books {
+		w.b = b
+		for si := range 2 {
+			w.side = Side(si + 1)
+			b.triggers[si].Ascend(trig)
+			if w.err != nil {
+				return 0, w.err
+			}
+		}
+	}
+	if sink != nil {
+		if err := sink.OnEnd(uint64(len(s.sources)), uint64(len(s.books)), orders, triggers, w.sum); err != nil {
+			return 0, err
+		}
+	}
+	return w.sum, nil
+}
+
+// liveState is the engine's own state, for streaming without a clone. Its
+// sources slice is the engine's reused scratch.
+func (e *Engine) liveState() state {
+	e.srcs = e.srcs[:0]
+	for src, seq := range e.hwm {
+		e.srcs = append(e.srcs, srcMark{src, seq})
+	}
+	slices.SortFunc(e.srcs, func(a, b srcMark) int { return cmp.Compare(a.source, b.source) })
+	return state{nextSeq: e.nextSeq, sources: e.srcs, books: e.books}
+}
+
+// SnapshotTo streams the engine's state to s (see [Sink] for the order),
+// ending with its state hash. The engine must not change meanwhile; to
+// stream while the writer goes on, use [Engine.Clone].
+func (e *Engine) SnapshotTo(s Sink) error {
+	st := e.liveState()
+	_, err := st.emit(s)
+	return err
+}
+
+// StateHash returns the deterministic 64-bit hash of the whole state: the
+// hash of the record stream [Engine.SnapshotTo] would emit. It walks every
+// order.
+func (e *Engine) StateHash() uint64 {
+	st := e.liveState()
+	h, _ := st.emit(nil)
+	return h
+}
+
+// Frozen is a read-only, copy-on-write view of an engine at one moment. Any
+// goroutine may read it while the engine's writer goes on; its methods may
+// be called concurrently with each other.
+type Frozen struct {
+	st state
+}
+
+// Clone returns a frozen view of the engine's state. Each book's trees are
+// cloned lazily (copy-on-write), so the cost is O(instruments + sources),
+// whatever the number of orders; the writer pays for the copy-on-write as it
+// touches nodes afterwards.
+func (e *Engine) Clone() *Frozen {
+	live := e.liveState()
+	f := &Frozen{st: state{nextSeq: e.nextSeq, sources: slices.Clone(live.sources), books: make([]*book, len(e.books))}}
+	for i, b := range e.books {
+		f.st.books[i] = b.clone()
+	}
+	return f
+}
+
+// SnapshotTo streams the frozen state to s.
+func (f *Frozen) SnapshotTo(s Sink) error {
+	_, err := f.st.emit(s)
+	return err
+}
+
+// StateHash returns the state hash of the frozen state.
+func (f *Frozen) StateHash() uint64 {
+	h, _ := f.st.emit(nil)
+	return h
+}
+
+// Orders returns the number of resting orders in the view.
+func (f *Frozen) Orders() uint64 {
+	n, _ := f.st.counts()
+	return n
+}
+
+// NonOrderHash returns the part of the state hash that is not made of
+// resting orders: header, sources, instruments and triggers. Adding the
+// hash sums of every [Partition] to it gives [Frozen.StateHash], so parallel
+// encoders can compute the End record's hash without a second walk.
+func (f *Frozen) NonOrderHash() uint64 {
+	w := emitter{}
+	w.sum = HashHeader(RecordVersion, f.st.nextSeq)
+	for _, m := range f.st.sources {
+		w.sum += HashSource(m.source, m.seq)
+	}
+	trig := w.trigger
+	for _, b := range f.st.books {
+		w.sum += HashMark(b.id, b.tick, b.lot, b.minPrice, b.maxPrice, b.lastTrade, b.mark)
+		w.b = b
+		for si := range 2 {
+			w.side = Side(si + 1)
+			b.triggers[si].Ascend(trig)
+		}
+	}
+	return w.sum
+}

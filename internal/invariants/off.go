@@ -1,0 +1,6 @@
+//go:build !invariants
+
+package invariants
+
+// Enabled is true when the invariants build tag is set.
+const Enabled = false
