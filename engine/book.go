@@ -28,11 +28,18 @@ func (o *order) seq() uint64 { return o.sk >> 8 }
 func (o *order) stp() STP    { return STP(o.sk>>1) & 0x7f }
 func (o *order) post() bool  { return o.sk&1 != 0 }
 
-// level is one price level's totals, kept in a tree per side.
+// level is one price level's totals. Each side keeps its levels twice: in
+// a tree ordered by price (for depth and for cutting partitions) and in a
+// map by price (so a change of totals costs one hash lookup, not a tree
+// search). Levels are shared by pointer between the two and with the trees
+// of [Frozen] views, so they follow a copy-on-write rule of their own: a
+// level whose epoch is older than the engine's (it may be seen by a clone)
+// is never written; the writer replaces it with a fresh copy first.
 type level struct {
 	price int64
 	qty   int64
 	count int64
+	epoch uint64
 }
 
 // trigger is an armed stop order, by value. Buy triggers are ordered by
@@ -62,8 +69,8 @@ func lessAsk(a, b order) bool {
 	return a.price < b.price || (a.price == b.price && a.sk < b.sk)
 }
 
-func lessBidLevel(a, b level) bool { return a.price > b.price }
-func lessAskLevel(a, b level) bool { return a.price < b.price }
+func lessBidLevel(a, b *level) bool { return a.price > b.price }
+func lessAskLevel(a, b *level) bool { return a.price < b.price }
 
 func lessBuyTrigger(a, b trigger) bool {
 	if a.ref != b.ref {
@@ -89,14 +96,14 @@ func lessSellTrigger(a, b trigger) bool {
 // state inserts and deletes allocate nothing.
 type freeLists struct {
 	orders   *btree.FreeListG[order]
-	levels   *btree.FreeListG[level]
+	levels   *btree.FreeListG[*level]
 	triggers *btree.FreeListG[trigger]
 }
 
 func newFreeLists() *freeLists {
 	return &freeLists{
 		orders:   btree.NewFreeListG[order](1024),
-		levels:   btree.NewFreeListG[level](256),
+		levels:   btree.NewFreeListG[*level](256),
 		triggers: btree.NewFreeListG[trigger](64),
 	}
 }
@@ -113,8 +120,9 @@ type book struct {
 	mark      int64
 
 	orders   [2]*btree.BTreeG[order]
-	levels   [2]*btree.BTreeG[level]
+	levels   [2]*btree.BTreeG[*level]
 	triggers [2]*btree.BTreeG[trigger]
+	lmap     [2]map[int64]*level // the writer's; nil in frozen views
 }
 
 func newBook(id uint32, tick, lot, minPrice, maxPrice int64, fl *freeLists) *book {
@@ -124,7 +132,7 @@ func newBook(id uint32, tick, lot, minPrice, maxPrice int64, fl *freeLists) *boo
 			btree.NewWithFreeListG(treeDegree, lessBid, fl.orders),
 			btree.NewWithFreeListG(treeDegree, lessAsk, fl.orders),
 		},
-		levels: [2]*btree.BTreeG[level]{
+		levels: [2]*btree.BTreeG[*level]{
 			btree.NewWithFreeListG(treeDegree, lessBidLevel, fl.levels),
 			btree.NewWithFreeListG(treeDegree, lessAskLevel, fl.levels),
 		},
@@ -132,12 +140,14 @@ func newBook(id uint32, tick, lot, minPrice, maxPrice int64, fl *freeLists) *boo
 			btree.NewWithFreeListG(treeDegree, lessBuyTrigger, fl.triggers),
 			btree.NewWithFreeListG(treeDegree, lessSellTrigger, fl.triggers),
 		},
+		lmap: [2]map[int64]*level{make(map[int64]*level), make(map[int64]*level)},
 	}
 }
 
 // clone returns a copy-on-write copy of b: O(1) per tree.
 func (b *book) clone() *book {
 	c := *b
+	c.lmap = [2]map[int64]*level{}
 	for i := range 2 {
 		c.orders[i] = b.orders[i].Clone()
 		c.levels[i] = b.levels[i].Clone()
@@ -166,24 +176,54 @@ func (b *book) wouldCross(s Side, price int64) bool {
 	return ok && crosses(s, price, best.price)
 }
 
-// addLevel changes the totals of the level at price by dq and dc, inserting
-// or removing the level as needed.
-func (b *book) addLevel(si int, price, dq, dc int64) {
-	t := b.levels[si]
-	l, ok := t.Get(level{price: price})
-	if !ok {
-		l = level{price: price}
+// levels recycles level structs the writer owns. Levels that a frozen view
+// may see are left to the garbage collector.
+type levelPool struct {
+	free  []*level
+	epoch uint64 // bumped by every clone
+}
+
+func (p *levelPool) get(price int64) *level {
+	var l *level
+	if n := len(p.free); n > 0 {
+		l = p.free[n-1]
+		p.free = p.free[:n-1]
+	} else {
+		l = new(level)
+	}
+	*l = level{price: price, epoch: p.epoch}
+	return l
+}
+
+func (p *levelPool) put(l *level) {
+	if l.epoch == p.epoch && len(p.free) < 4096 {
+		p.free = append(p.free, l)
+	}
+}
+
+// addLevel changes the totals of the level at price by dq and dc, creating
+// or removing the level as needed, and returns the new totals.
+func (b *book) addLevel(p *levelPool, si int, price, dq, dc int64) level {
+	l := b.lmap[si][price]
+	switch {
+	case l == nil:
+		l = p.get(price)
+		b.lmap[si][price] = l
+		b.levels[si].ReplaceOrInsert(l)
+	case l.epoch != p.epoch:
+		c := p.get(price)
+		c.qty, c.count = l.qty, l.count
+		l = c
+		b.lmap[si][price] = l
+		b.levels[si].ReplaceOrInsert(l)
 	}
 	l.qty += dq
 	l.count += dc
 	if l.count == 0 {
-		t.Delete(l)
-		return
+		delete(b.lmap[si], price)
+		b.levels[si].Delete(l)
+		p.put(l)
+		return level{price: price}
 	}
-	t.ReplaceOrInsert(l)
-}
-
-func (b *book) levelAt(si int, price int64) level {
-	l, _ := b.levels[si].Get(level{price: price})
-	return l
+	return *l
 }

@@ -61,9 +61,10 @@ func (e *Engine) checkSide(b *book, si int) (int, error) {
 		if cur.count == 0 || err != nil {
 			return
 		}
-		l, ok := levels.Get(cur)
-		if !ok || l != cur {
-			err = fmt.Errorf("engine: instrument %d %s level %d: totals %+v, orders sum to %+v", b.id, side, cur.price, l, cur)
+		l, ok := levels.Get(&cur)
+		if !ok || l.qty != cur.qty || l.count != cur.count || b.lmap[si][cur.price] != l {
+			err = fmt.Errorf("engine: instrument %d %s level %d: totals %+v (in map: %v), orders sum to %+v",
+				b.id, side, cur.price, l, b.lmap[si][cur.price] == l, cur)
 		}
 	}
 	b.orders[si].Ascend(func(o order) bool {
@@ -96,7 +97,7 @@ func (e *Engine) checkSide(b *book, si int) (int, error) {
 		return 0, err
 	}
 	var total int64
-	levels.Ascend(func(l level) bool {
+	levels.Ascend(func(l *level) bool {
 		if l.count <= 0 || l.qty <= 0 {
 			err = fmt.Errorf("engine: instrument %d %s: empty level %+v", b.id, side, l)
 			return false
@@ -104,6 +105,9 @@ func (e *Engine) checkSide(b *book, si int) (int, error) {
 		total += l.count
 		return true
 	})
+	if err == nil && levels.Len() != len(b.lmap[si]) {
+		err = fmt.Errorf("engine: instrument %d %s: %d levels in the tree, %d in the map", b.id, side, levels.Len(), len(b.lmap[si]))
+	}
 	if err == nil && total != int64(n) {
 		err = fmt.Errorf("engine: instrument %d %s: levels count %d orders, tree holds %d", b.id, side, total, n)
 	}

@@ -17,11 +17,12 @@ type loc struct {
 	ref   TriggerRef
 }
 
-// touch is a price level changed by the current command.
+// touch is a price level changed by the current command, with its latest
+// totals.
 type touch struct {
-	b     *book
-	side  Side
-	price int64
+	b    *book
+	side Side
+	l    level
 }
 
 // Engine is a matching engine: many instruments, each with its own book.
@@ -34,6 +35,7 @@ type Engine struct {
 	hwm     map[uint64]uint64
 	nextSeq uint64
 	fl      *freeLists
+	lp      levelPool
 
 	// Per-command state.
 	cmd     *Command
@@ -52,6 +54,7 @@ func New() *Engine {
 		hwm:     make(map[uint64]uint64),
 		nextSeq: 1,
 		fl:      newFreeLists(),
+		lp:      levelPool{epoch: 1},
 		events:  make([]Event, 0, 64),
 	}
 }
@@ -75,7 +78,7 @@ func (e *Engine) Depth(instrument uint32, side Side, n int, dst []Level) []Level
 	if b == nil || (side != Buy && side != Sell) || n <= 0 {
 		return dst
 	}
-	b.levels[sideIndex(side)].Ascend(func(l level) bool {
+	b.levels[sideIndex(side)].Ascend(func(l *level) bool {
 		dst = append(dst, Level{Price: l.price, Qty: l.qty, Count: l.count})
 		n--
 		return n > 0
@@ -139,20 +142,23 @@ func (e *Engine) accept(orderID uint64) {
 	e.emit(Event{Kind: EvAccepted, Instrument: e.cmd.Instrument, OrderID: orderID})
 }
 
-func (e *Engine) touch(b *book, side Side, price int64) {
+// changeLevel changes a level's totals by dq and dc and notes the level as
+// touched by the current command, for its Depth event.
+func (e *Engine) changeLevel(b *book, side Side, price, dq, dc int64) {
+	l := b.addLevel(&e.lp, sideIndex(side), price, dq, dc)
 	for i := range e.touched {
 		t := &e.touched[i]
-		if t.price == price && t.side == side && t.b == b {
+		if t.l.price == price && t.side == side && t.b == b {
+			t.l = l
 			return
 		}
 	}
-	e.touched = append(e.touched, touch{b: b, side: side, price: price})
+	e.touched = append(e.touched, touch{b: b, side: side, l: l})
 }
 
 func (e *Engine) flushDepth() {
 	for _, t := range e.touched {
-		l := t.b.levelAt(sideIndex(t.side), t.price)
-		e.emit(Event{Kind: EvDepth, Instrument: t.b.id, Side: t.side, Price: t.price, Qty: l.qty, Count: l.count})
+		e.emit(Event{Kind: EvDepth, Instrument: t.b.id, Side: t.side, Price: t.l.price, Qty: t.l.qty, Count: t.l.count})
 	}
 	e.touched = e.touched[:0]
 }
@@ -318,8 +324,7 @@ func (e *Engine) cancel(c *Command) Reason {
 // side tree: index, level totals, depth touch and the Cancelled event.
 func (e *Engine) removed(b *book, side Side, o *order, qty int64, why Reason) {
 	delete(e.index, o.id)
-	b.addLevel(sideIndex(side), o.price, -qty, -1)
-	e.touch(b, side, o.price)
+	e.changeLevel(b, side, o.price, -qty, -1)
 	e.emit(Event{Kind: EvCancelled, Instrument: b.id, OrderID: o.id, Side: side, Price: o.price, Qty: qty, Reason: why})
 }
 
@@ -342,27 +347,28 @@ func (e *Engine) modify(c *Command) Reason {
 	if r := b.checkPrice(c.Price); r != ReasonNone {
 		return r
 	}
+	// Take the order out first: the common case (a move) needs it out, and
+	// a late reject puts it back unchanged.
 	si := sideIndex(l.side)
-	o, _ := b.orders[si].Get(order{price: l.price, sk: l.sk})
+	o, _ := b.orders[si].Delete(order{price: l.price, sk: l.sk})
 	if c.Price == o.price && c.Qty == o.qty {
+		b.orders[si].ReplaceOrInsert(o)
 		return RejNoChange
 	}
 	if o.post() && c.Price != o.price && b.wouldCross(l.side, c.Price) {
+		b.orders[si].ReplaceOrInsert(o)
 		return RejPostOnlyWouldCross
 	}
 	e.accept(c.OrderID)
 	e.emit(Event{Kind: EvReplaced, Instrument: b.id, OrderID: o.id, Side: l.side, Price: c.Price, Qty: c.Qty})
 	if c.Price == o.price && c.Qty < o.qty {
-		b.addLevel(si, o.price, c.Qty-o.qty, 0)
+		e.changeLevel(b, l.side, o.price, c.Qty-o.qty, 0)
 		o.qty = c.Qty
 		b.orders[si].ReplaceOrInsert(o)
-		e.touch(b, l.side, o.price)
 		return ReasonNone
 	}
-	b.orders[si].Delete(o)
 	delete(e.index, o.id)
-	b.addLevel(si, o.price, -o.qty, -1)
-	e.touch(b, l.side, o.price)
+	e.changeLevel(b, l.side, o.price, -o.qty, -1)
 	seq := e.nextSeq
 	e.nextSeq++
 	tk := taker{side: l.side, tif: GTC, o: order{price: c.Price, sk: packSK(seq, o.stp(), o.post()), id: o.id, account: o.account, qty: c.Qty}}

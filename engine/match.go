@@ -43,8 +43,7 @@ func (e *Engine) rest(b *book, t *taker) {
 	si := sideIndex(t.side)
 	b.orders[si].ReplaceOrInsert(t.o)
 	e.index[t.o.id] = loc{price: t.o.price, sk: t.o.sk, inst: b.id, side: t.side}
-	b.addLevel(si, t.o.price, t.o.qty, 1)
-	e.touch(b, t.side, t.o.price)
+	e.changeLevel(b, t.side, t.o.price, t.o.qty, 1)
 }
 
 // match trades the taker against the opposite side until it is filled, the
@@ -98,12 +97,11 @@ func (e *Engine) reduceMaker(b *book, ms Side, m *order, q int64) {
 	if m.qty == 0 {
 		b.orders[msi].DeleteMin()
 		delete(e.index, m.id)
-		b.addLevel(msi, m.price, -q, -1)
+		e.changeLevel(b, ms, m.price, -q, -1)
 	} else {
 		b.orders[msi].ReplaceOrInsert(*m)
-		b.addLevel(msi, m.price, -q, 0)
+		e.changeLevel(b, ms, m.price, -q, 0)
 	}
-	e.touch(b, ms, m.price)
 }
 
 // fillable is the fill-or-kill dry run: it walks the makers the match would
@@ -115,7 +113,7 @@ func (e *Engine) fillable(b *book, t *taker) bool {
 	need := t.o.qty
 	stp := t.o.stp()
 	if stp == STPNone {
-		b.levels[msi].Ascend(func(l level) bool {
+		b.levels[msi].Ascend(func(l *level) bool {
 			if !t.market && !crosses(t.side, t.o.price, l.price) {
 				return false
 			}

@@ -50,7 +50,7 @@ func (f *Frozen) Partitions(n int) []Partition {
 	var acc uint64 // orders in the current partition so far
 	for si := 0; si < st.segments() && len(cuts) < n; si++ {
 		b, side := st.seg(si)
-		b.levels[side].Ascend(func(l level) bool {
+		b.levels[side].Ascend(func(l *level) bool {
 			cnt := uint64(l.count)
 			var used uint64 // orders of this level already placed before a cut
 			for acc+cnt-used > target && len(cuts) < n {
@@ -97,7 +97,7 @@ func sum(xs []uint64) uint64 {
 // levelCutKey picks the key that leaves about take of the level's orders
 // before it, by interpolating between the arrival sequences of the level's
 // first and last orders. It reports false when the level cannot be cut.
-func levelCutKey(b *book, side int, l level, take uint64) (order, bool) {
+func levelCutKey(b *book, side int, l *level, take uint64) (order, bool) {
 	t := b.orders[side]
 	var lo, hi uint64
 	found := false

@@ -220,12 +220,7 @@ func (r *Restorer) flushRun() {
 	if r.runBook == nil {
 		return
 	}
-	t := r.runBook.levels[r.runSide]
-	if l, ok := t.Get(r.run); ok {
-		r.run.qty += l.qty
-		r.run.count += l.count
-	}
-	t.ReplaceOrInsert(r.run)
+	r.runBook.addLevel(&r.e.lp, r.runSide, r.run.price, r.run.qty, r.run.count)
 	r.runBook = nil
 }
 

@@ -156,6 +156,7 @@ type Frozen struct {
 // touches nodes afterwards.
 func (e *Engine) Clone() *Frozen {
 	live := e.liveState()
+	e.lp.epoch++ // every level existing now may be seen by the view
 	f := &Frozen{st: state{nextSeq: e.nextSeq, sources: slices.Clone(live.sources), books: make([]*book, len(e.books))}}
 	for i, b := range e.books {
 		f.st.books[i] = b.clone()
