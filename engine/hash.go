@@ -92,9 +92,9 @@ func b2u(b bool) uint64 {
 // receives. Its zero value is ready to use. Model engines and tests feed it
 // their own record streams to compare states with an [Engine].
 type Hasher struct {
-	Sum                                     uint64
+	Sum                                    uint64
 	Sources, Instruments, Orders, Triggers uint64
-	EndHash                                 uint64 // the hash carried by OnEnd
+	EndHash                                uint64 // the hash carried by OnEnd
 }
 
 // OnHeader implements [Sink].

@@ -272,7 +272,7 @@ func (p *parser) parse(line []byte, c *engine.Command) *Error {
 
 	p.ws()
 	if !p.eat('{') {
-		return p.syntax("want '{'")
+		return &Error{Msg: "not a JSON object"}
 	}
 	p.ws()
 	if !p.eat('}') {
@@ -319,18 +319,20 @@ func (p *parser) parse(line []byte, c *engine.Command) *Error {
 		return &Error{Field: "cmd", Msg: "missing"}
 	}
 	kf := kindFields[c.Kind]
-	allowed, req := kf.allowed, kf.required
-	what := c.Kind.String()
+	if bad := seen &^ kf.allowed; bad != 0 {
+		return unused(bad, order[:n], c.Kind.String())
+	}
+	req := kf.required
 	if c.Kind == engine.CmdNewOrder {
 		if seen&m(fType) == 0 {
 			c.Type = engine.Limit
 		}
-		a, r := orderFields(c.Type)
-		allowed &^= m(fPrice, fStop, fRef) &^ a
-		req |= r
-		if name := typeNames.name[c.Type]; name != "" {
-			what = name + " orders"
+		allowed, r := orderFields(c.Type)
+		if bad := seen & m(fPrice, fStop, fRef) &^ allowed; bad != 0 {
+			// Unknown type codes allow all three, so the name is not "".
+			return unused(bad, order[:n], typeNames.name[c.Type]+" orders")
 		}
+		req |= r
 		if seen&m(fTIF) == 0 {
 			c.TIF = engine.GTC
 			if c.Type == engine.Market || c.Type == engine.Stop {
@@ -341,13 +343,6 @@ func (p *parser) parse(line []byte, c *engine.Command) *Error {
 			c.Ref = engine.RefLastTrade
 		}
 	}
-	if bad := seen &^ allowed; bad != 0 {
-		for _, f := range order[:n] {
-			if bad&(1<<f) != 0 {
-				return &Error{Field: fieldNames[f], Msg: "not used by " + what}
-			}
-		}
-	}
 	if missing := req &^ seen; missing != 0 {
 		for f := range numFields {
 			if missing&(1<<f) != 0 {
@@ -356,6 +351,18 @@ func (p *parser) parse(line []byte, c *engine.Command) *Error {
 		}
 	}
 	return nil
+}
+
+// unused reports the first field of bad (not empty) in line order as not
+// used by what.
+func unused(bad mask, order []field, what string) *Error {
+	f := order[0]
+	for _, f = range order {
+		if bad&(1<<f) != 0 {
+			break
+		}
+	}
+	return &Error{Field: fieldNames[f], Msg: "not used by " + what}
 }
 
 // value decodes the value of field f into c.
