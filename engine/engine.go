@@ -367,12 +367,15 @@ func (e *Engine) modify(c *Command) Reason {
 		b.orders[si].ReplaceOrInsert(o)
 		return ReasonNone
 	}
-	delete(e.index, o.id)
+	// The index entry stays while the order matches as a taker (only makers
+	// are looked up meanwhile): rest overwrites it, or it goes below.
 	e.changeLevel(b, l.side, o.price, -o.qty, -1)
 	seq := e.nextSeq
 	e.nextSeq++
 	tk := taker{side: l.side, tif: GTC, o: order{price: c.Price, sk: packSK(seq, o.stp(), o.post()), id: o.id, account: o.account, qty: c.Qty}}
-	e.take(b, &tk)
+	if !e.take(b, &tk) {
+		delete(e.index, o.id)
+	}
 	e.runTriggers(b)
 	return ReasonNone
 }

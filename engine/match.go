@@ -12,25 +12,26 @@ type taker struct {
 }
 
 // take matches a taker against the book and then cancels or rests its
-// remainder.
-func (e *Engine) take(b *book, t *taker) {
+// remainder. It reports whether the remainder rests.
+func (e *Engine) take(b *book, t *taker) (rested bool) {
 	if t.tif == FOK && !e.fillable(b, t) {
 		e.emit(Event{Kind: EvCancelled, Instrument: b.id, OrderID: t.o.id, Side: t.side, Price: t.o.price,
 			Qty: t.o.qty, Reason: CxlFOK})
-		return
+		return false
 	}
 	stopped := e.match(b, t)
-	if t.o.qty <= 0 {
-		return
-	}
 	switch {
+	case t.o.qty <= 0:
+		return false
 	case stopped:
 		e.cancelTaker(b, t, CxlSelfTrade)
+		return false
 	case t.market || t.tif != GTC:
 		e.cancelTaker(b, t, CxlIOC)
-	default:
-		e.rest(b, t)
+		return false
 	}
+	e.rest(b, t)
+	return true
 }
 
 func (e *Engine) cancelTaker(b *book, t *taker, why Reason) {

@@ -1,0 +1,117 @@
+package engine
+
+import (
+	"math/rand"
+	"sync"
+	"testing"
+)
+
+// buildRandom fills an engine with n resting orders on one instrument, in
+// random arrival order, and returns it with the next source sequence.
+func buildRandom(t testing.TB, n int, seed int64) (*Engine, uint64) {
+	e := New()
+	seq := uint64(1)
+	e.Apply(&Command{Kind: CmdDefineInstrument, Source: 1, Seq: seq, Instrument: 1, Tick: 1, Lot: 1, MinPrice: 1, MaxPrice: 1 << 20})
+	r := rand.New(rand.NewSource(seed))
+	for id := 1; id <= n; id++ {
+		seq++
+		c := Command{Kind: CmdNewOrder, Source: 1, Seq: seq, Instrument: 1, OrderID: uint64(id), Account: uint64(r.Intn(20) + 1),
+			Type: Limit, TIF: GTC, Qty: int64(r.Intn(9) + 1)}
+		if r.Intn(2) == 0 {
+			c.Side, c.Price = Buy, int64(1000-r.Intn(200))
+		} else {
+			c.Side, c.Price = Sell, int64(1001+r.Intn(200))
+		}
+		if ev := e.Apply(&c); ev[0].Kind != EvAccepted {
+			t.Fatalf("build: %+v", ev[0])
+		}
+	}
+	return e, seq
+}
+
+// TestCloneConcurrent reads frozen views on other goroutines while the
+// writer keeps trading: each view must keep the state it had when it was
+// taken. Run it with -race.
+func TestCloneConcurrent(t *testing.T) {
+	e, seq := buildRandom(t, 20000, 1)
+	r := rand.New(rand.NewSource(2))
+	var wg sync.WaitGroup
+	errs := make(chan string, 64)
+	for round := 0; round < 8; round++ {
+		want := e.StateHash()
+		f := e.Clone()
+		for range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if got := f.StateHash(); got != want {
+					errs <- "frozen hash changed while the writer went on"
+				}
+				var sum uint64
+				for _, p := range f.Partitions(4) {
+					_, h, _ := p.Emit(nil)
+					sum += h
+				}
+				if sum+f.NonOrderHash() != want {
+					errs <- "partition hashes do not add up to the state hash"
+				}
+			}()
+		}
+		for i := 0; i < 3000; i++ {
+			seq++
+			id := uint64(r.Intn(20000) + 1)
+			c := Command{Kind: CmdModify, Source: 1, Seq: seq, Instrument: 1, OrderID: id, Price: int64(900 + r.Intn(200)), Qty: int64(r.Intn(9) + 1)}
+			if i%3 == 0 {
+				c = Command{Kind: CmdNewOrder, Source: 1, Seq: seq, Instrument: 1, OrderID: uint64(100000 + round*10000 + i), Account: 3,
+					Side: Side(r.Intn(2) + 1), Type: Limit, TIF: GTC, Price: int64(950 + r.Intn(100)), Qty: 5}
+			}
+			e.Apply(&c)
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for s := range errs {
+		t.Fatal(s)
+	}
+	if err := e.Check(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCloneIsConstantTime checks that a clone copies no orders: cloning a
+// book of 200k orders allocates the same as cloning a book of 2k.
+func TestCloneIsConstantTime(t *testing.T) {
+	small, _ := buildRandom(t, 2000, 3)
+	big, _ := buildRandom(t, 200000, 3)
+	a := testing.AllocsPerRun(20, func() { small.Clone() })
+	b := testing.AllocsPerRun(20, func() { big.Clone() })
+	if a != b {
+		t.Fatalf("clone allocations depend on book size: %v at 2k orders, %v at 200k", a, b)
+	}
+}
+
+// TestSnapshotAllocs: streaming the state allocates nothing per order.
+func TestSnapshotAllocs(t *testing.T) {
+	e, _ := buildRandom(t, 50000, 4)
+	var h Hasher
+	n := testing.AllocsPerRun(5, func() {
+		if err := e.SnapshotTo(&h); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if n > 0 {
+		t.Fatalf("SnapshotTo allocates %v times per take", n)
+	}
+	f := e.Clone()
+	parts := f.Partitions(4)
+	n = testing.AllocsPerRun(5, func() {
+		for _, p := range parts {
+			if _, _, err := p.Emit(&h); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	if n > 0 {
+		t.Fatalf("Partition.Emit allocates %v times per take", n)
+	}
+}
