@@ -8,25 +8,61 @@ import (
 // 2*treeDegree-1 items, stored by value, so a walk reads contiguous memory.
 const treeDegree = 32
 
-// order is a resting order as stored in a side tree, by value. sk packs the
-// arrival sequence (high 56 bits) with the STP mode and post-only flag (low
-// 8 bits), so comparing sk compares arrival sequences and the item stays 40
-// bytes.
+// order is a resting order as stored in a side tree, by value, in 32
+// bytes: the price as a tick count above the instrument's band floor, the
+// account as the engine's dense account number, and sk, which packs the
+// arrival sequence (high 56 bits) with flags (low 8 bits), so comparing sk
+// compares arrival sequences. Heap per resting order is mostly B-tree node
+// capacity times this size, so every byte here counts about twice.
 type order struct {
-	price   int64
-	sk      uint64
-	id      uint64
-	account uint64
-	qty     int64
+	px   uint32 // ticks above the band floor
+	acct uint32 // dense account number, see Engine.acct
+	sk   uint64
+	id   uint64
+	qty  int64
 }
 
-func packSK(seq uint64, stp STP, post bool) uint64 {
-	return seq<<8 | uint64(stp)<<1 | b2u(post)
+// Flag bits of sk, below the arrival sequence. Side, armed and ref are kept
+// there too, so an index entry is 16 bytes.
+const (
+	skPost   = 1 << 0
+	skSTP    = 1 // shift; 3 bits
+	skSell   = 1 << 4
+	skArmed  = 1 << 5
+	skRef    = 6 // shift; 2 bits
+	skSeqPos = 8
+	maxSeq   = 1<<56 - 1
+)
+
+func packSK(seq uint64, stp STP, post bool, side Side) uint64 {
+	sk := seq<<skSeqPos | uint64(stp)<<skSTP | b2u(post)
+	if side == Sell {
+		sk |= skSell
+	}
+	return sk
 }
 
-func (o *order) seq() uint64 { return o.sk >> 8 }
-func (o *order) stp() STP    { return STP(o.sk>>1) & 0x7f }
-func (o *order) post() bool  { return o.sk&1 != 0 }
+func skSeq(sk uint64) uint64 { return sk >> skSeqPos }
+func skSTPOf(sk uint64) STP  { return STP(sk>>skSTP) & 7 }
+func skPostOf(sk uint64) bool {
+	return sk&skPost != 0
+}
+func skSide(sk uint64) Side {
+	if sk&skSell != 0 {
+		return Sell
+	}
+	return Buy
+}
+
+func (o *order) seq() uint64 { return skSeq(o.sk) }
+func (o *order) stp() STP    { return skSTPOf(o.sk) }
+func (o *order) post() bool  { return skPostOf(o.sk) }
+
+// ticks converts a price on tick and inside the band to its tick count.
+func (b *book) ticks(price int64) uint32 { return uint32((price - b.minPrice) / b.tick) }
+
+// price converts a tick count back to a price.
+func (b *book) price(px uint32) int64 { return b.minPrice + int64(px)*b.tick }
 
 // level is one price level's totals. Each side keeps its levels twice: in
 // a tree ordered by price (for depth and for cutting partitions) and in a
@@ -57,16 +93,16 @@ type trigger struct {
 	ref     TriggerRef
 }
 
-func (t *trigger) seq() uint64 { return t.sk >> 8 }
-func (t *trigger) stp() STP    { return STP(t.sk>>1) & 0x7f }
-func (t *trigger) post() bool  { return t.sk&1 != 0 }
+func (t *trigger) seq() uint64 { return skSeq(t.sk) }
+func (t *trigger) stp() STP    { return skSTPOf(t.sk) }
+func (t *trigger) post() bool  { return skPostOf(t.sk) }
 
 func lessBid(a, b order) bool {
-	return a.price > b.price || (a.price == b.price && a.sk < b.sk)
+	return a.px > b.px || (a.px == b.px && a.sk < b.sk)
 }
 
 func lessAsk(a, b order) bool {
-	return a.price < b.price || (a.price == b.price && a.sk < b.sk)
+	return a.px < b.px || (a.px == b.px && a.sk < b.sk)
 }
 
 func lessBidLevel(a, b *level) bool { return a.price > b.price }
@@ -173,7 +209,7 @@ func crosses(s Side, limit, p int64) bool {
 // best opposite order.
 func (b *book) wouldCross(s Side, price int64) bool {
 	best, ok := b.orders[sideIndex(opposite(s))].Min()
-	return ok && crosses(s, price, best.price)
+	return ok && crosses(s, price, b.price(best.px))
 }
 
 // levels recycles level structs the writer owns. Levels that a frozen view

@@ -6,15 +6,20 @@ import (
 	"github.com/matchlog/matchlog/internal/invariants"
 )
 
-// loc says where a live order sits: enough to build its tree key. For armed
-// orders price holds the stop price.
+// loc says where a live order sits: enough to build its tree key, in 16
+// bytes. sk carries side, armed and ref bits; px is the order's price in
+// ticks, or for an armed order its stop price in ticks.
 type loc struct {
-	price int64
-	sk    uint64
-	inst  uint32
-	side  Side
-	armed bool
-	ref   TriggerRef
+	sk   uint64
+	px   uint32
+	inst uint32
+}
+
+func (l loc) side() Side      { return skSide(l.sk) }
+func (l loc) armed() bool     { return l.sk&skArmed != 0 }
+func (l loc) ref() TriggerRef { return TriggerRef(l.sk>>skRef) & 3 }
+func triggerSK(seq uint64, stp STP, post bool, side Side, ref TriggerRef) uint64 {
+	return packSK(seq, stp, post, side) | skArmed | uint64(ref)<<skRef
 }
 
 // touch is a price level changed by the current command, with its latest
@@ -33,6 +38,8 @@ type Engine struct {
 	byID    map[uint32]*book
 	index   map[uint64]loc
 	hwm     map[uint64]uint64
+	accts   []uint64          // dense account number → account
+	acctNo  map[uint64]uint32 // account → dense account number
 	nextSeq uint64
 	fl      *freeLists
 	lp      levelPool
@@ -52,11 +59,26 @@ func New() *Engine {
 		byID:    make(map[uint32]*book),
 		index:   make(map[uint64]loc),
 		hwm:     make(map[uint64]uint64),
+		acctNo:  make(map[uint64]uint32),
 		nextSeq: 1,
 		fl:      newFreeLists(),
 		lp:      levelPool{epoch: 1},
 		events:  make([]Event, 0, 64),
 	}
+}
+
+// acct returns the dense number of an account, giving it one the first
+// time. Numbers are never reused: the table holds every account ever seen
+// (a few bytes each) and only grows by appending, so frozen views can share
+// it.
+func (e *Engine) acct(account uint64) uint32 {
+	if n, ok := e.acctNo[account]; ok {
+		return n
+	}
+	n := uint32(len(e.accts))
+	e.accts = append(e.accts, account)
+	e.acctNo[account] = n
+	return n
 }
 
 // Orders returns the number of resting orders.
@@ -177,8 +199,11 @@ func (e *Engine) defineInstrument(c *Command) Reason {
 	return ReasonNone
 }
 
+// validInstrument checks a definition. The band may span at most 2^32-1
+// ticks, so a price fits the 32-bit tick count of a stored order.
 func validInstrument(tick, lot, minPrice, maxPrice int64) bool {
-	return tick > 0 && lot > 0 && minPrice > 0 && maxPrice >= minPrice && minPrice%tick == 0 && maxPrice%tick == 0
+	return tick > 0 && lot > 0 && minPrice > 0 && maxPrice >= minPrice && minPrice%tick == 0 && maxPrice%tick == 0 &&
+		(maxPrice-minPrice)/tick <= 1<<32-1
 }
 
 func (e *Engine) addBook(b *book) {
@@ -259,16 +284,13 @@ func (e *Engine) newOrder(c *Command) Reason {
 		if c.Type == Stop {
 			price = 0
 		}
-		t := trigger{stop: c.Stop, sk: packSK(seq, c.STP, c.Post), id: c.OrderID, account: c.Account,
+		t := trigger{stop: c.Stop, sk: triggerSK(seq, c.STP, c.Post, c.Side, c.Ref), id: c.OrderID, account: c.Account,
 			price: price, qty: c.Qty, typ: c.Type, tif: c.TIF, ref: c.Ref}
 		b.triggers[sideIndex(c.Side)].ReplaceOrInsert(t)
-		e.index[c.OrderID] = loc{price: c.Stop, sk: t.sk, inst: b.id, side: c.Side, armed: true, ref: c.Ref}
+		e.index[c.OrderID] = loc{sk: t.sk, px: b.ticks(c.Stop), inst: b.id}
 	default:
-		tk := taker{side: c.Side, market: c.Type == Market, tif: c.TIF,
-			o: order{price: c.Price, sk: packSK(seq, c.STP, c.Post), id: c.OrderID, account: c.Account, qty: c.Qty}}
-		if tk.market {
-			tk.o.price = 0
-		}
+		tk := e.newTaker(b, c.Side, c.Type == Market, c.TIF, c.Price,
+			order{sk: packSK(seq, c.STP, c.Post, c.Side), id: c.OrderID, acct: e.acct(c.Account), qty: c.Qty})
 		e.take(b, &tk)
 	}
 	e.runTriggers(b)
@@ -310,13 +332,13 @@ func (e *Engine) cancel(c *Command) Reason {
 		return r
 	}
 	e.accept(c.OrderID)
-	if l.armed {
-		t, _ := b.triggers[sideIndex(l.side)].Delete(trigger{ref: l.ref, stop: l.price, sk: l.sk})
-		e.cancelTrigger(b, l.side, &t, CxlRequested)
+	if l.armed() {
+		t, _ := b.triggers[sideIndex(l.side())].Delete(trigger{ref: l.ref(), stop: b.price(l.px), sk: l.sk})
+		e.cancelTrigger(b, l.side(), &t, CxlRequested)
 		return ReasonNone
 	}
-	o, _ := b.orders[sideIndex(l.side)].Delete(order{price: l.price, sk: l.sk})
-	e.removed(b, l.side, &o, o.qty, CxlRequested)
+	o, _ := b.orders[sideIndex(l.side())].Delete(order{px: l.px, sk: l.sk})
+	e.removed(b, l.side(), &o, o.qty, CxlRequested)
 	return ReasonNone
 }
 
@@ -324,8 +346,9 @@ func (e *Engine) cancel(c *Command) Reason {
 // side tree: index, level totals, depth touch and the Cancelled event.
 func (e *Engine) removed(b *book, side Side, o *order, qty int64, why Reason) {
 	delete(e.index, o.id)
-	e.changeLevel(b, side, o.price, -qty, -1)
-	e.emit(Event{Kind: EvCancelled, Instrument: b.id, OrderID: o.id, Side: side, Price: o.price, Qty: qty, Reason: why})
+	price := b.price(o.px)
+	e.changeLevel(b, side, price, -qty, -1)
+	e.emit(Event{Kind: EvCancelled, Instrument: b.id, OrderID: o.id, Side: side, Price: price, Qty: qty, Reason: why})
 }
 
 func (e *Engine) cancelTrigger(b *book, side Side, t *trigger, why Reason) {
@@ -338,7 +361,7 @@ func (e *Engine) modify(c *Command) Reason {
 	if r != ReasonNone {
 		return r
 	}
-	if l.armed {
+	if l.armed() {
 		return RejNotModifiable
 	}
 	if r := b.checkQty(c.Qty); r != ReasonNone {
@@ -349,30 +372,32 @@ func (e *Engine) modify(c *Command) Reason {
 	}
 	// Take the order out first: the common case (a move) needs it out, and
 	// a late reject puts it back unchanged.
-	si := sideIndex(l.side)
-	o, _ := b.orders[si].Delete(order{price: l.price, sk: l.sk})
-	if c.Price == o.price && c.Qty == o.qty {
+	side := l.side()
+	si := sideIndex(side)
+	o, _ := b.orders[si].Delete(order{px: l.px, sk: l.sk})
+	price := b.price(o.px)
+	if c.Price == price && c.Qty == o.qty {
 		b.orders[si].ReplaceOrInsert(o)
 		return RejNoChange
 	}
-	if o.post() && c.Price != o.price && b.wouldCross(l.side, c.Price) {
+	if o.post() && c.Price != price && b.wouldCross(side, c.Price) {
 		b.orders[si].ReplaceOrInsert(o)
 		return RejPostOnlyWouldCross
 	}
 	e.accept(c.OrderID)
-	e.emit(Event{Kind: EvReplaced, Instrument: b.id, OrderID: o.id, Side: l.side, Price: c.Price, Qty: c.Qty})
-	if c.Price == o.price && c.Qty < o.qty {
-		e.changeLevel(b, l.side, o.price, c.Qty-o.qty, 0)
+	e.emit(Event{Kind: EvReplaced, Instrument: b.id, OrderID: o.id, Side: side, Price: c.Price, Qty: c.Qty})
+	if c.Price == price && c.Qty < o.qty {
+		e.changeLevel(b, side, price, c.Qty-o.qty, 0)
 		o.qty = c.Qty
 		b.orders[si].ReplaceOrInsert(o)
 		return ReasonNone
 	}
 	// The index entry stays while the order matches as a taker (only makers
 	// are looked up meanwhile): rest overwrites it, or it goes below.
-	e.changeLevel(b, l.side, o.price, -o.qty, -1)
+	e.changeLevel(b, side, price, -o.qty, -1)
 	seq := e.nextSeq
 	e.nextSeq++
-	tk := taker{side: l.side, tif: GTC, o: order{price: c.Price, sk: packSK(seq, o.stp(), o.post()), id: o.id, account: o.account, qty: c.Qty}}
+	tk := e.newTaker(b, side, false, GTC, c.Price, order{sk: packSK(seq, o.stp(), o.post(), side), id: o.id, acct: o.acct, qty: c.Qty})
 	if !e.take(b, &tk) {
 		delete(e.index, o.id)
 	}
@@ -394,11 +419,12 @@ func (e *Engine) massCancel(c *Command) Reason {
 }
 
 func (e *Engine) massCancelBook(b *book, account uint64) {
+	acct, known := e.acctNo[account]
 	for si := range 2 {
 		side := Side(si + 1)
 		e.scratch = e.scratch[:0]
 		b.orders[si].Ascend(func(o order) bool {
-			if account == 0 || o.account == account {
+			if account == 0 || (known && o.acct == acct) {
 				e.scratch = append(e.scratch, o)
 			}
 			return true

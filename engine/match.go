@@ -2,20 +2,42 @@ package engine
 
 import "math"
 
-// taker is an order being matched: o holds its id, account, limit price (0
-// for market orders), remaining quantity and packed sequence/flags.
+// taker is an order being matched: o holds its id, account, limit price in
+// ticks, remaining quantity and packed sequence/flags; limit is the limit
+// price (0 for market orders).
 type taker struct {
 	o      order
+	limit  int64
 	side   Side
 	market bool
 	tif    TimeInForce
+}
+
+func (e *Engine) newTaker(b *book, side Side, market bool, tif TimeInForce, limit int64, o order) taker {
+	if market {
+		limit = 0
+	} else {
+		o.px = b.ticks(limit)
+	}
+	return taker{o: o, limit: limit, side: side, market: market, tif: tif}
+}
+
+// reaches reports whether the taker may trade at a maker's price.
+func (t *taker) reaches(px uint32) bool {
+	if t.market {
+		return true
+	}
+	if t.side == Buy {
+		return px <= t.o.px
+	}
+	return px >= t.o.px
 }
 
 // take matches a taker against the book and then cancels or rests its
 // remainder. It reports whether the remainder rests.
 func (e *Engine) take(b *book, t *taker) (rested bool) {
 	if t.tif == FOK && !e.fillable(b, t) {
-		e.emit(Event{Kind: EvCancelled, Instrument: b.id, OrderID: t.o.id, Side: t.side, Price: t.o.price,
+		e.emit(Event{Kind: EvCancelled, Instrument: b.id, OrderID: t.o.id, Side: t.side, Price: t.limit,
 			Qty: t.o.qty, Reason: CxlFOK})
 		return false
 	}
@@ -35,7 +57,7 @@ func (e *Engine) take(b *book, t *taker) (rested bool) {
 }
 
 func (e *Engine) cancelTaker(b *book, t *taker, why Reason) {
-	e.emit(Event{Kind: EvCancelled, Instrument: b.id, OrderID: t.o.id, Side: t.side, Price: t.o.price,
+	e.emit(Event{Kind: EvCancelled, Instrument: b.id, OrderID: t.o.id, Side: t.side, Price: t.limit,
 		Qty: t.o.qty, Reason: why})
 	t.o.qty = 0
 }
@@ -43,8 +65,8 @@ func (e *Engine) cancelTaker(b *book, t *taker, why Reason) {
 func (e *Engine) rest(b *book, t *taker) {
 	si := sideIndex(t.side)
 	b.orders[si].ReplaceOrInsert(t.o)
-	e.index[t.o.id] = loc{price: t.o.price, sk: t.o.sk, inst: b.id, side: t.side}
-	e.changeLevel(b, t.side, t.o.price, t.o.qty, 1)
+	e.index[t.o.id] = loc{sk: t.o.sk, px: t.o.px, inst: b.id}
+	e.changeLevel(b, t.side, t.limit, t.o.qty, 1)
 }
 
 // match trades the taker against the opposite side until it is filled, the
@@ -56,10 +78,10 @@ func (e *Engine) match(b *book, t *taker) (stopped bool) {
 	stp := t.o.stp()
 	for t.o.qty > 0 {
 		m, ok := tree.Min()
-		if !ok || (!t.market && !crosses(t.side, t.o.price, m.price)) {
+		if !ok || !t.reaches(m.px) {
 			return false
 		}
-		if stp != STPNone && m.account == t.o.account {
+		if stp != STPNone && m.acct == t.o.acct {
 			switch stp {
 			case STPCancelNewest:
 				return true
@@ -72,10 +94,10 @@ func (e *Engine) match(b *book, t *taker) (stopped bool) {
 			case STPDecrement:
 				q := min(t.o.qty, m.qty)
 				e.reduceMaker(b, ms, &m, q)
-				e.emit(Event{Kind: EvCancelled, Instrument: b.id, OrderID: m.id, Side: ms, Price: m.price,
+				e.emit(Event{Kind: EvCancelled, Instrument: b.id, OrderID: m.id, Side: ms, Price: b.price(m.px),
 					Qty: q, Remaining: m.qty, Reason: CxlSelfTrade})
 				t.o.qty -= q
-				e.emit(Event{Kind: EvCancelled, Instrument: b.id, OrderID: t.o.id, Side: t.side, Price: t.o.price,
+				e.emit(Event{Kind: EvCancelled, Instrument: b.id, OrderID: t.o.id, Side: t.side, Price: t.limit,
 					Qty: q, Remaining: t.o.qty, Reason: CxlSelfTrade})
 			}
 			continue
@@ -83,8 +105,9 @@ func (e *Engine) match(b *book, t *taker) (stopped bool) {
 		q := min(t.o.qty, m.qty)
 		t.o.qty -= q
 		e.reduceMaker(b, ms, &m, q)
-		b.lastTrade = m.price
-		e.emit(Event{Kind: EvTrade, Instrument: b.id, OrderID: t.o.id, Maker: m.id, Side: t.side, Price: m.price,
+		price := b.price(m.px)
+		b.lastTrade = price
+		e.emit(Event{Kind: EvTrade, Instrument: b.id, OrderID: t.o.id, Maker: m.id, Side: t.side, Price: price,
 			Qty: q, Remaining: t.o.qty, MakerRemaining: m.qty})
 	}
 	return false
@@ -98,10 +121,10 @@ func (e *Engine) reduceMaker(b *book, ms Side, m *order, q int64) {
 	if m.qty == 0 {
 		b.orders[msi].DeleteMin()
 		delete(e.index, m.id)
-		e.changeLevel(b, ms, m.price, -q, -1)
+		e.changeLevel(b, ms, b.price(m.px), -q, -1)
 	} else {
 		b.orders[msi].ReplaceOrInsert(*m)
-		e.changeLevel(b, ms, m.price, -q, 0)
+		e.changeLevel(b, ms, b.price(m.px), -q, 0)
 	}
 }
 
@@ -115,7 +138,7 @@ func (e *Engine) fillable(b *book, t *taker) bool {
 	stp := t.o.stp()
 	if stp == STPNone {
 		b.levels[msi].Ascend(func(l *level) bool {
-			if !t.market && !crosses(t.side, t.o.price, l.price) {
+			if !t.market && !crosses(t.side, t.limit, l.price) {
 				return false
 			}
 			need -= l.qty
@@ -125,10 +148,10 @@ func (e *Engine) fillable(b *book, t *taker) bool {
 	}
 	ok := false
 	b.orders[msi].Ascend(func(m order) bool {
-		if !t.market && !crosses(t.side, t.o.price, m.price) {
+		if !t.reaches(m.px) {
 			return false
 		}
-		if m.account == t.o.account {
+		if m.acct == t.o.acct {
 			// cancel_oldest skips the maker it would cancel; every other
 			// mode stops the taker or decrements it without a fill.
 			return stp == STPCancelOldest
@@ -161,8 +184,8 @@ func (e *Engine) runTriggers(b *book) {
 		e.emit(Event{Kind: EvTriggerFired, Instrument: b.id, OrderID: t.id, Side: side, Price: ref})
 		seq := e.nextSeq
 		e.nextSeq++
-		tk := taker{side: side, market: t.typ == Stop, tif: t.tif,
-			o: order{price: t.price, sk: packSK(seq, t.stp(), t.post()), id: t.id, account: t.account, qty: t.qty}}
+		tk := e.newTaker(b, side, t.typ == Stop, t.tif, t.price,
+			order{sk: packSK(seq, t.stp(), t.post(), side), id: t.id, acct: e.acct(t.account), qty: t.qty})
 		if t.post() && !tk.market && b.wouldCross(side, t.price) {
 			e.cancelTaker(b, &tk, CxlPostOnly)
 			continue

@@ -56,7 +56,7 @@ func (f *Frozen) Partitions(n int) []Partition {
 			for acc+cnt-used > target && len(cuts) < n {
 				take := target - acc
 				if used+take == 0 {
-					cuts = append(cuts, cut{seg: si, key: order{price: l.price}})
+					cuts = append(cuts, cut{seg: si, key: order{px: b.ticks(l.price)}})
 					estimates = append(estimates, acc)
 					acc = 0
 					continue
@@ -101,15 +101,16 @@ func levelCutKey(b *book, side int, l *level, take uint64) (order, bool) {
 	t := b.orders[side]
 	var lo, hi uint64
 	found := false
-	t.AscendGreaterOrEqual(order{price: l.price}, func(o order) bool {
-		lo, found = o.sk>>8, o.price == l.price
+	px := b.ticks(l.price)
+	t.AscendGreaterOrEqual(order{px: px}, func(o order) bool {
+		lo, found = o.seq(), o.px == px
 		return false
 	})
 	if !found {
 		return order{}, false
 	}
-	t.DescendLessOrEqual(order{price: l.price, sk: math.MaxUint64}, func(o order) bool {
-		hi = o.sk >> 8
+	t.DescendLessOrEqual(order{px: px, sk: math.MaxUint64}, func(o order) bool {
+		hi = o.seq()
 		return false
 	})
 	if hi <= lo+1 {
@@ -122,7 +123,7 @@ func levelCutKey(b *book, side int, l *level, take uint64) (order, bool) {
 	if seq > hi {
 		seq = hi
 	}
-	return order{price: l.price, sk: seq << 8}, true
+	return order{px: px, sk: seq << skSeqPos}, true
 }
 
 // Emit streams the partition's orders to s in stream order and returns how
@@ -132,7 +133,7 @@ func (p Partition) Emit(s RestingSink) (count, hashSum uint64, err error) {
 	if p.st == nil {
 		return 0, 0, nil
 	}
-	w := emitter{rs: s}
+	w := emitter{rs: s, accts: p.st.accts}
 	fn := w.resting
 	for si := p.from.seg; si <= p.to.seg && si < p.st.segments(); si++ {
 		b, side := p.st.seg(si)

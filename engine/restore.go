@@ -174,7 +174,7 @@ func (r *Restorer) checkOrder(what string, instrument uint32, side Side, orderID
 		return nil, r.fail("%s %d: bad quantity %d", what, orderID, qty)
 	case price != 0 && b.checkPrice(price) != ReasonNone, price == 0 && what == "resting order":
 		return nil, r.fail("%s %d: bad price %d", what, orderID, price)
-	case seq == 0 || seq >= r.hd.NextSeq || seq >= 1<<56:
+	case seq == 0 || seq >= r.hd.NextSeq || seq > maxSeq:
 		return nil, r.fail("%s %d: sequence %d outside [1, %d)", what, orderID, seq, r.hd.NextSeq)
 	case stp > STPDecrement:
 		return nil, r.fail("%s %d: bad STP mode %d", what, orderID, stp)
@@ -198,12 +198,12 @@ func (r *Restorer) OnResting(instrument uint32, side Side, orderID, account uint
 		return err
 	}
 	si := sideIndex(side)
-	o := order{price: price, sk: packSK(seq, stp, post), id: orderID, account: account, qty: qty}
+	o := order{px: b.ticks(price), acct: r.st.acct(account), sk: packSK(seq, stp, post, side), id: orderID, qty: qty}
 	if _, dup := b.orders[si].ReplaceOrInsert(o); dup {
 		return r.fail("resting order %d: price %d and sequence %d already taken", orderID, price, seq)
 	}
 	r.n[2]++
-	r.st.index[orderID] = loc{price: price, sk: o.sk, inst: instrument, side: side}
+	r.st.index[orderID] = loc{sk: o.sk, px: o.px, inst: instrument}
 	r.sum += HashResting(instrument, side, orderID, account, price, qty, seq, stp, post)
 	if r.runBook == b && r.runSide == si && r.run.price == price {
 		r.run.qty += qty
@@ -242,12 +242,12 @@ func (r *Restorer) OnArmedTrigger(instrument uint32, side Side, orderID, account
 	if (typ != Stop && typ != StopLimit) || !validType(&c) || (typ == Stop) != (price == 0) || b.checkPrice(stop) != ReasonNone {
 		return r.fail("armed trigger %d: bad type, time in force, reference, stop or price", orderID)
 	}
-	t := trigger{stop: stop, sk: packSK(seq, stp, post), id: orderID, account: account, price: price, qty: qty, typ: typ, tif: tif, ref: ref}
+	t := trigger{stop: stop, sk: triggerSK(seq, stp, post, side, ref), id: orderID, account: account, price: price, qty: qty, typ: typ, tif: tif, ref: ref}
 	if _, dup := b.triggers[sideIndex(side)].ReplaceOrInsert(t); dup {
 		return r.fail("armed trigger %d: key already taken", orderID)
 	}
 	r.n[3]++
-	r.st.index[orderID] = loc{price: stop, sk: t.sk, inst: instrument, side: side, armed: true, ref: ref}
+	r.st.index[orderID] = loc{sk: t.sk, px: b.ticks(stop), inst: instrument}
 	r.sum += HashTrigger(instrument, side, orderID, account, typ, tif, ref, stop, price, qty, seq, stp, post)
 	return nil
 }
@@ -271,14 +271,15 @@ func (r *Restorer) OnEnd(sources, instruments, orders, triggers uint64, stateHas
 	for _, b := range r.st.books {
 		bid, okb := b.orders[0].Min()
 		ask, oka := b.orders[1].Min()
-		if okb && oka && bid.price >= ask.price {
-			return r.fail("instrument %d: crossed book (bid %d, ask %d)", b.id, bid.price, ask.price)
+		if okb && oka && bid.px >= ask.px {
+			return r.fail("instrument %d: crossed book (bid %d, ask %d)", b.id, b.price(bid.px), b.price(ask.px))
 		}
 	}
 	st := r.st
 	r.st = nil
 	e := r.e
 	e.books, e.byID, e.index, e.hwm, e.nextSeq = st.books, st.byID, st.index, st.hwm, st.nextSeq
+	e.accts, e.acctNo = st.accts, st.acctNo
 	r.phase = phaseDone
 	return nil
 }

@@ -13,6 +13,7 @@ type state struct {
 	nextSeq uint64
 	sources []srcMark // source ascending
 	books   []*book   // instrument ascending
+	accts   []uint64  // dense account number → account (append-only, shared)
 }
 
 // orderCount is the number of resting orders and armed triggers.
@@ -27,20 +28,22 @@ func (s *state) counts() (orders, triggers uint64) {
 // emitter walks a state into a sink (nil: hash only). Its methods are the
 // tree callbacks, bound once, so a walk allocates nothing.
 type emitter struct {
-	sink Sink
-	rs   RestingSink
-	b    *book
-	side Side
-	sum  uint64
-	n    uint64
-	err  error
+	accts []uint64
+	sink  Sink
+	rs    RestingSink
+	b     *book
+	side  Side
+	sum   uint64
+	n     uint64
+	err   error
 }
 
 func (w *emitter) resting(o order) bool {
 	w.n++
-	w.sum += HashResting(w.b.id, w.side, o.id, o.account, o.price, o.qty, o.seq(), o.stp(), o.post())
+	price, account := w.b.price(o.px), w.accts[o.acct]
+	w.sum += HashResting(w.b.id, w.side, o.id, account, price, o.qty, o.seq(), o.stp(), o.post())
 	if w.rs != nil {
-		w.err = w.rs.OnResting(w.b.id, w.side, o.id, o.account, o.price, o.qty, o.seq(), o.stp(), o.post())
+		w.err = w.rs.OnResting(w.b.id, w.side, o.id, account, price, o.qty, o.seq(), o.stp(), o.post())
 		return w.err == nil
 	}
 	return true
@@ -59,7 +62,10 @@ func (w *emitter) trigger(t trigger) bool {
 // the state hash.
 func (s *state) emit(sink Sink) (uint64, error) {
 	orders, triggers := s.counts()
-	w := emitter{sink: sink, rs: sink}
+	w := emitter{sink: sink, rs: sink, accts: s.accts}
+	if sink == nil {
+		w.rs = nil
+	}
 	w.sum = HashHeader(RecordVersion, s.nextSeq)
 	if sink != nil {
 		h := Header{Version: RecordVersion, NextSeq: s.nextSeq, Sources: uint64(len(s.sources)),
@@ -122,7 +128,7 @@ func (e *Engine) liveState() state {
 		e.srcs = append(e.srcs, srcMark{src, seq})
 	}
 	slices.SortFunc(e.srcs, func(a, b srcMark) int { return cmp.Compare(a.source, b.source) })
-	return state{nextSeq: e.nextSeq, sources: e.srcs, books: e.books}
+	return state{nextSeq: e.nextSeq, sources: e.srcs, books: e.books, accts: e.accts}
 }
 
 // SnapshotTo streams the engine's state to s (see [Sink] for the order),
@@ -157,7 +163,8 @@ type Frozen struct {
 func (e *Engine) Clone() *Frozen {
 	live := e.liveState()
 	e.lp.epoch++ // every level existing now may be seen by the view
-	f := &Frozen{st: state{nextSeq: e.nextSeq, sources: slices.Clone(live.sources), books: make([]*book, len(e.books))}}
+	f := &Frozen{st: state{nextSeq: e.nextSeq, sources: slices.Clone(live.sources), books: make([]*book, len(e.books)),
+		accts: e.accts[:len(e.accts):len(e.accts)]}}
 	for i, b := range e.books {
 		f.st.books[i] = b.clone()
 	}

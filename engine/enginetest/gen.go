@@ -15,6 +15,10 @@ type GenConfig struct {
 	Sources        int // ingress sources; source ids 0, 1, 5, 9, ... (3)
 	Spread         int // half-width in ticks of the crowded band prices are drawn from (6)
 	InvalidPct     int // percent of deliberately invalid commands, every reject reason (6); -1 for none
+
+	// Deep grows big books (tens of thousands of orders, deep B-trees):
+	// mostly passive orders, few cancels, rare mass cancels.
+	Deep bool
 }
 
 func (c GenConfig) withDefaults() GenConfig {
@@ -138,6 +142,33 @@ func (g *Gen) Next(c *engine.Command) {
 // post-only crossing, a cancel that lost the race to a fill, ...).
 func (g *Gen) valid(c *engine.Command, allowDefine bool) {
 	r := g.intn(1000)
+	if g.cfg.Deep {
+		switch {
+		case r < 30:
+			g.cancel(c)
+		case r < 110:
+			g.modify(c)
+		case r < 111:
+			if g.chance(100) {
+				g.massCancel(c)
+			} else {
+				g.mark(c, g.pickInst())
+			}
+		case r < 160:
+			g.mark(c, g.pickInst())
+		case r < 220:
+			g.newStop(c, g.pickInst())
+		case r < 260:
+			g.newMarket(c, g.pickInst())
+		default:
+			g.newLimit(c, g.pickInst())
+			if c.TIF == engine.GTC && !c.Post && g.chance(800) {
+				c.Price = g.passivePrice(g.findInst(c.Instrument), c.Side)
+				g.remember(c)
+			}
+		}
+		return
+	}
 	switch {
 	case r < 440:
 		g.newLimit(c, g.pickInst())
@@ -149,7 +180,7 @@ func (g *Gen) valid(c *engine.Command, allowDefine bool) {
 		g.cancel(c)
 	case r < 860:
 		g.modify(c)
-	case r < 870:
+	case r < 862:
 		g.massCancel(c)
 	case r < 930:
 		g.mark(c, g.pickInst())
@@ -231,18 +262,28 @@ func (g *Gen) price(in *genInst) int64 {
 	}
 }
 
-// sidePrice leans buys below and sells above the centre, so that books
-// build up as well as trade.
+// sidePrice returns a price for a new or moved order of side: mostly
+// passive (buys at or below the centre, sells above it), so that books
+// build up with crowded levels, sometimes anywhere, so that they trade.
 func (g *Gen) sidePrice(in *genInst, side engine.Side) int64 {
-	p := g.price(in)
-	if g.chance(300) && p > in.minP+2*in.tick && p < in.maxP-2*in.tick {
-		if side == engine.Buy {
-			p -= 2 * in.tick
-		} else {
-			p += 2 * in.tick
-		}
+	if g.chance(250) {
+		return g.price(in)
 	}
-	return p
+	return g.passivePrice(in, side)
+}
+
+// passivePrice returns a price at or below the centre for buys, above it
+// for sells.
+func (g *Gen) passivePrice(in *genInst, side engine.Side) int64 {
+	sp := g.cfg.Spread
+	k := int64(g.intn(sp + 1))
+	if g.chance(100) {
+		k = int64(g.intn(4 * sp))
+	}
+	if side == engine.Buy {
+		return max(in.centre-in.tick*k, in.minP)
+	}
+	return min(in.centre+in.tick*(k+1), in.maxP)
 }
 
 func (g *Gen) qty(in *genInst) int64 {
@@ -431,7 +472,7 @@ func (g *Gen) massCancel(c *engine.Command) {
 		c.Account = uint64(1 + g.intn(g.cfg.Accounts))
 	case r < 70:
 		c.Instrument = g.pickInst().id
-	case r < 95:
+	case r < 98:
 		c.Account = g.account()
 	default: // everything
 	}

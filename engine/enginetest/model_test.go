@@ -1,7 +1,6 @@
 package enginetest
 
 import (
-	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -602,43 +601,16 @@ func testIdempotence(t *testing.T, a applier) {
 	s.expect(c, ``)
 }
 
-// recorder is a Sink that renders records as lines.
-type recorder struct {
-	lines []string
+// subject is what the record scenario needs: the model or the engine.
+type subject interface {
+	applier
+	SnapshotTo(engine.Sink) error
+	StateHash() uint64
 }
 
-func (r *recorder) add(parts ...any) error {
-	var b strings.Builder
-	for i, p := range parts {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		fmt.Fprint(&b, p)
-	}
-	r.lines = append(r.lines, b.String())
-	return nil
-}
+func TestModelRecords(t *testing.T) { testRecords(t, NewModel()) }
 
-func (r *recorder) OnHeader(h engine.Header) error {
-	return r.add("header", h.Version, h.NextSeq, h.Sources, h.Instruments, h.Orders, h.Triggers)
-}
-func (r *recorder) OnSourceHighWater(source, seq uint64) error { return r.add("source", source, seq) }
-func (r *recorder) OnMark(instrument uint32, tick, lot, minPrice, maxPrice, lastTrade, mark int64) error {
-	return r.add("mark", instrument, tick, lot, minPrice, maxPrice, lastTrade, mark)
-}
-func (r *recorder) OnResting(instrument uint32, side engine.Side, orderID, account uint64, price, qty int64, seq uint64, stp engine.STP, post bool) error {
-	return r.add("resting", instrument, side, orderID, account, price, qty, seq, stp, post)
-}
-func (r *recorder) OnArmedTrigger(instrument uint32, side engine.Side, orderID, account uint64, typ engine.OrderType, tif engine.TimeInForce, ref engine.TriggerRef,
-	stop, price, qty int64, seq uint64, stp engine.STP, post bool) error {
-	return r.add("trigger", instrument, side, orderID, account, typ, tif, ref, stop, price, qty, seq, stp, post)
-}
-func (r *recorder) OnEnd(sources, instruments, orders, triggers uint64, stateHash uint64) error {
-	return r.add("end", sources, instruments, orders, triggers, stateHash)
-}
-
-func TestModelRecords(t *testing.T) {
-	m := NewModel()
+func testRecords(t *testing.T, m subject) {
 	s := newScenario(t, m)
 	s.do(def(9, 1, 1, 1, 1000))
 	s.do(lim(1, B, 50, 1))
@@ -656,11 +628,11 @@ func TestModelRecords(t *testing.T) {
 	c.Instrument, c.Source, c.Seq = 9, 3, 40
 	s.manual = true
 	s.do(c)
-	var r recorder
+	var r Recorder
 	if err := m.SnapshotTo(&r); err != nil {
 		t.Fatal(err)
 	}
-	got := strings.Join(r.lines[:len(r.lines)-1], "\n") + "\n"
+	got := strings.Join(r.Lines[:len(r.Lines)-1], "\n") + "\n"
 	want := trimLines(`
 		header 1 13 2 2 6 6
 		source 1 13
@@ -682,7 +654,19 @@ func TestModelRecords(t *testing.T) {
 	if got != want {
 		t.Fatalf("records:\n%s\nwant:\n%s", got, want)
 	}
-	if end, h := r.lines[len(r.lines)-1], m.StateHash(); end != "end 2 2 6 6 "+strconv.FormatUint(h, 10) {
+	if end, h := r.Lines[len(r.Lines)-1], m.StateHash(); end != "end 2 2 6 6 "+strconv.FormatUint(h, 10) {
 		t.Fatalf("end record %q, state hash %d", end, h)
 	}
+}
+
+// TestEngineScenarios runs the hand-written scenarios against the engine.
+func TestEngineScenarios(t *testing.T) {
+	for name, f := range map[string]func(*testing.T, applier){
+		"SimpleCross": testSimpleCross, "PartialFills": testPartialFills, "FOK": testFOK, "STP": testSTP,
+		"PostOnly": testPostOnly, "Modify": testModify, "Stops": testStops, "MassCancel": testMassCancel,
+		"Rejects": testRejects, "Idempotence": testIdempotence,
+	} {
+		t.Run(name, func(t *testing.T) { f(t, engine.New()) })
+	}
+	t.Run("Records", func(t *testing.T) { testRecords(t, engine.New()) })
 }
