@@ -40,8 +40,8 @@ func (e *Engine) Check() error {
 	if len(e.byID) != len(e.books) {
 		return fmt.Errorf("engine: %d books, %d in the id map", len(e.books), len(e.byID))
 	}
-	if n != len(e.index) {
-		return fmt.Errorf("engine: %d live orders, %d index entries", n, len(e.index))
+	if n != e.index.Len() {
+		return fmt.Errorf("engine: %d live orders, %d index entries", n, e.index.Len())
 	}
 	return nil
 }
@@ -75,7 +75,7 @@ func (e *Engine) checkSide(b *book, si int) (int, error) {
 			skSide(o.sk) != side || o.sk&skArmed != 0 || int(o.acct) >= len(e.accts):
 			err = fmt.Errorf("engine: instrument %d %s: invalid order %+v", b.id, side, o)
 		default:
-			l, ok := e.index[o.id]
+			l, ok := e.index.get(o.id)
 			if !ok || l != (loc{sk: o.sk, px: o.px, inst: b.id}) {
 				err = fmt.Errorf("engine: order %d: index %+v (present %v) does not match the tree", o.id, l, ok)
 			}
@@ -125,7 +125,7 @@ func (e *Engine) checkTriggers(b *book, si int) (int, error) {
 			err = fmt.Errorf("engine: instrument %d %s: invalid trigger %+v", b.id, side, t)
 			return false
 		}
-		l, ok := e.index[t.id]
+		l, ok := e.index.get(t.id)
 		if !ok || l != (loc{sk: t.sk, px: b.ticks(t.stop), inst: b.id}) || t.sk != triggerSK(t.seq(), t.stp(), t.post(), side, t.ref) {
 			err = fmt.Errorf("engine: trigger %d: index %+v (present %v) does not match the tree", t.id, l, ok)
 			return false

@@ -36,7 +36,7 @@ type touch struct {
 type Engine struct {
 	books   []*book // instrument ascending
 	byID    map[uint32]*book
-	index   map[uint64]loc
+	index   orderIndex
 	hwm     map[uint64]uint64
 	accts   []uint64          // dense account number → account
 	acctNo  map[uint64]uint32 // account → dense account number
@@ -57,7 +57,6 @@ type Engine struct {
 func New() *Engine {
 	return &Engine{
 		byID:    make(map[uint32]*book),
-		index:   make(map[uint64]loc),
 		hwm:     make(map[uint64]uint64),
 		acctNo:  make(map[uint64]uint32),
 		nextSeq: 1,
@@ -91,7 +90,7 @@ func (e *Engine) Orders() int {
 }
 
 // Triggers returns the number of armed stop orders.
-func (e *Engine) Triggers() int { return len(e.index) - e.Orders() }
+func (e *Engine) Triggers() int { return e.index.Len() - e.Orders() }
 
 // Depth appends up to n levels of one side of an instrument's book to dst,
 // best first, and returns it. It costs O(n) levels, never a walk of orders.
@@ -269,7 +268,7 @@ func (e *Engine) newOrder(c *Command) Reason {
 			return r
 		}
 	}
-	if _, live := e.index[c.OrderID]; live || c.OrderID == 0 {
+	if _, live := e.index.get(c.OrderID); live || c.OrderID == 0 {
 		return RejDuplicateOrderID
 	}
 	if c.Type == Limit && c.Post && b.wouldCross(c.Side, c.Price) {
@@ -287,7 +286,7 @@ func (e *Engine) newOrder(c *Command) Reason {
 		t := trigger{stop: c.Stop, sk: triggerSK(seq, c.STP, c.Post, c.Side, c.Ref), id: c.OrderID, account: c.Account,
 			price: price, qty: c.Qty, typ: c.Type, tif: c.TIF, ref: c.Ref}
 		b.triggers[sideIndex(c.Side)].ReplaceOrInsert(t)
-		e.index[c.OrderID] = loc{sk: t.sk, px: b.ticks(c.Stop), inst: b.id}
+		e.index.put(c.OrderID, loc{sk: t.sk, px: b.ticks(c.Stop), inst: b.id})
 	default:
 		tk := e.newTaker(b, c.Side, c.Type == Market, c.TIF, c.Price,
 			order{sk: packSK(seq, c.STP, c.Post, c.Side), id: c.OrderID, acct: e.acct(c.Account), qty: c.Qty})
@@ -319,7 +318,7 @@ func (e *Engine) live(c *Command) (*book, loc, Reason) {
 	if b == nil {
 		return nil, loc{}, RejUnknownInstrument
 	}
-	l, ok := e.index[c.OrderID]
+	l, ok := e.index.get(c.OrderID)
 	if !ok || l.inst != c.Instrument {
 		return nil, loc{}, RejUnknownOrder
 	}
@@ -345,14 +344,14 @@ func (e *Engine) cancel(c *Command) Reason {
 // removed finishes the removal of a resting order that has already left its
 // side tree: index, level totals, depth touch and the Cancelled event.
 func (e *Engine) removed(b *book, side Side, o *order, qty int64, why Reason) {
-	delete(e.index, o.id)
+	e.index.del(o.id)
 	price := b.price(o.px)
 	e.changeLevel(b, side, price, -qty, -1)
 	e.emit(Event{Kind: EvCancelled, Instrument: b.id, OrderID: o.id, Side: side, Price: price, Qty: qty, Reason: why})
 }
 
 func (e *Engine) cancelTrigger(b *book, side Side, t *trigger, why Reason) {
-	delete(e.index, t.id)
+	e.index.del(t.id)
 	e.emit(Event{Kind: EvCancelled, Instrument: b.id, OrderID: t.id, Side: side, Price: t.price, Qty: t.qty, Reason: why})
 }
 
@@ -399,7 +398,7 @@ func (e *Engine) modify(c *Command) Reason {
 	e.nextSeq++
 	tk := e.newTaker(b, side, false, GTC, c.Price, order{sk: packSK(seq, o.stp(), o.post(), side), id: o.id, acct: o.acct, qty: c.Qty})
 	if !e.take(b, &tk) {
-		delete(e.index, o.id)
+		e.index.del(o.id)
 	}
 	e.runTriggers(b)
 	return ReasonNone

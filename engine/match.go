@@ -65,7 +65,7 @@ func (e *Engine) cancelTaker(b *book, t *taker, why Reason) {
 func (e *Engine) rest(b *book, t *taker) {
 	si := sideIndex(t.side)
 	b.orders[si].ReplaceOrInsert(t.o)
-	e.index[t.o.id] = loc{sk: t.o.sk, px: t.o.px, inst: b.id}
+	e.index.put(t.o.id, loc{sk: t.o.sk, px: t.o.px, inst: b.id})
 	e.changeLevel(b, t.side, t.limit, t.o.qty, 1)
 }
 
@@ -120,7 +120,7 @@ func (e *Engine) reduceMaker(b *book, ms Side, m *order, q int64) {
 	m.qty -= q
 	if m.qty == 0 {
 		b.orders[msi].DeleteMin()
-		delete(e.index, m.id)
+		e.index.del(m.id)
 		e.changeLevel(b, ms, b.price(m.px), -q, -1)
 	} else {
 		b.orders[msi].ReplaceOrInsert(*m)
@@ -175,7 +175,7 @@ func (e *Engine) runTriggers(b *book) {
 			return
 		}
 		b.triggers[si].Delete(t)
-		delete(e.index, t.id)
+		e.index.del(t.id)
 		side := Side(si + 1)
 		ref := b.lastTrade
 		if t.ref == RefMark {

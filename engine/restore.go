@@ -103,7 +103,7 @@ func (r *Restorer) OnHeader(h Header) error {
 	if h.Version != RecordVersion {
 		return r.fail("record version %d, want %d", h.Version, RecordVersion)
 	}
-	if len(r.e.books) != 0 || len(r.e.index) != 0 || len(r.e.hwm) != 0 || r.e.nextSeq != 1 {
+	if len(r.e.books) != 0 || r.e.index.Len() != 0 || len(r.e.hwm) != 0 || r.e.nextSeq != 1 {
 		return r.fail("engine is not empty")
 	}
 	if h.NextSeq == 0 {
@@ -114,7 +114,7 @@ func (r *Restorer) OnHeader(h Header) error {
 	r.st = New()
 	r.st.fl = r.e.fl
 	r.st.nextSeq = h.NextSeq
-	r.st.index = make(map[uint64]loc, min(h.Orders+h.Triggers, maxPrealloc))
+	r.st.index.reserve(int(min(h.Orders+h.Triggers, maxPrealloc)))
 	r.sum = HashHeader(h.Version, h.NextSeq)
 	r.phase = phaseSources
 	return nil
@@ -179,7 +179,7 @@ func (r *Restorer) checkOrder(what string, instrument uint32, side Side, orderID
 	case stp > STPDecrement:
 		return nil, r.fail("%s %d: bad STP mode %d", what, orderID, stp)
 	}
-	if _, dup := r.st.index[orderID]; dup {
+	if _, dup := r.st.index.get(orderID); dup {
 		return nil, r.fail("%s %d: duplicate order id", what, orderID)
 	}
 	return b, nil
@@ -203,7 +203,7 @@ func (r *Restorer) OnResting(instrument uint32, side Side, orderID, account uint
 		return r.fail("resting order %d: price %d and sequence %d already taken", orderID, price, seq)
 	}
 	r.n[2]++
-	r.st.index[orderID] = loc{sk: o.sk, px: o.px, inst: instrument}
+	r.st.index.put(orderID, loc{sk: o.sk, px: o.px, inst: instrument})
 	r.sum += HashResting(instrument, side, orderID, account, price, qty, seq, stp, post)
 	if r.runBook == b && r.runSide == si && r.run.price == price {
 		r.run.qty += qty
@@ -247,7 +247,7 @@ func (r *Restorer) OnArmedTrigger(instrument uint32, side Side, orderID, account
 		return r.fail("armed trigger %d: key already taken", orderID)
 	}
 	r.n[3]++
-	r.st.index[orderID] = loc{sk: t.sk, px: b.ticks(stop), inst: instrument}
+	r.st.index.put(orderID, loc{sk: t.sk, px: b.ticks(stop), inst: instrument})
 	r.sum += HashTrigger(instrument, side, orderID, account, typ, tif, ref, stop, price, qty, seq, stp, post)
 	return nil
 }

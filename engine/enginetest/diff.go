@@ -133,7 +133,22 @@ func RunDiff(seed int64, n int, opts DiffOptions) (res DiffResult, err error) {
 			err = diverge(fmt.Sprintf("engine panicked: %v", p), string(debug.Stack()))
 		}
 	}()
+	var ed, md []engine.Level
 	compareHash := func(what string) error {
+		for _, id := range m.Instruments() {
+			for _, side := range []engine.Side{engine.Buy, engine.Sell} {
+				ed = e.Depth(id, side, 1<<30, ed[:0])
+				md = m.Depth(id, side, 1<<30, md[:0])
+				if fmt.Sprint(ed) != fmt.Sprint(md) {
+					return diverge("depth differs", fmt.Sprintf("instrument %d %s: engine %v\nmodel %v", id, side, ed, md))
+				}
+				for _, n := range []int{1, 3} {
+					if top := e.Depth(id, side, n, nil); len(top) != min(n, len(md)) {
+						return diverge("top-n depth differs", fmt.Sprintf("instrument %d %s: Depth(%d) gave %v, full depth %v", id, side, n, top, md))
+					}
+				}
+			}
+		}
 		eh, mh := e.StateHash(), m.StateHash()
 		if eh == mh {
 			return nil

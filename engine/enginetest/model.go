@@ -150,6 +150,31 @@ func (m *Model) Orders() (resting, armed int) {
 	return resting, armed
 }
 
+// Depth appends up to n levels of one side of an instrument's book to dst,
+// best first, each summed from its orders.
+func (m *Model) Depth(inst uint32, side engine.Side, n int, dst []engine.Level) []engine.Level {
+	in := m.insts[inst]
+	if in == nil || (side != engine.Buy && side != engine.Sell) {
+		return dst
+	}
+	start := len(dst)
+	for _, o := range *in.side(side) {
+		if k := len(dst) - 1; k >= start && dst[k].Price == o.price {
+			dst[k].Qty += o.qty
+			dst[k].Count++
+			continue
+		}
+		if len(dst)-start == n {
+			break
+		}
+		dst = append(dst, engine.Level{Price: o.price, Qty: o.qty, Count: 1})
+	}
+	return dst
+}
+
+// Instruments returns the ids of the defined instruments, ascending.
+func (m *Model) Instruments() []uint32 { return m.instIDs() }
+
 // Apply processes one command and returns its events, valid until the next
 // call.
 func (m *Model) Apply(c *engine.Command) []engine.Event {
