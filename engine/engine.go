@@ -141,7 +141,11 @@ func (e *Engine) Apply(c *Command) []Event {
 		r = RejBadCommand
 	}
 	if r != ReasonNone {
-		e.emit(Event{Kind: EvRejected, Instrument: c.Instrument, OrderID: c.OrderID, Reason: r})
+		var id uint64
+		if c.Kind == CmdNewOrder || c.Kind == CmdCancel || c.Kind == CmdModify {
+			id = c.OrderID
+		}
+		e.emit(Event{Kind: EvRejected, Instrument: c.Instrument, OrderID: id, Reason: r})
 	}
 	e.flushDepth()
 	e.emit(Event{Kind: EvRelease, Instrument: c.Instrument})

@@ -283,8 +283,8 @@ func (r Reason) String() string {
 
 // Event is one output of the engine. Which fields are set depends on Kind:
 //
-//	Accepted      Source Seq Instrument OrderID (0 for commands that are not about one order)
-//	Rejected      Source Seq Instrument OrderID Reason
+//	Accepted      Source Seq Instrument OrderID (0 unless a new order, cancel or modify)
+//	Rejected      Source Seq Instrument OrderID (0 unless a new order, cancel or modify) Reason
 //	Trade         Instrument OrderID=taker Maker Side=taker side Price Qty
 //	              Remaining=taker remaining MakerRemaining
 //	Cancelled     Instrument OrderID Side Price Qty=quantity removed Remaining=left after Reason
