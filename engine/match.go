@@ -169,7 +169,7 @@ func (e *Engine) fillable(b *book, t *taker) bool {
 // runTriggers fires, one at a time and lowest arrival sequence first, every
 // armed order of b whose condition holds, until none does.
 func (e *Engine) runTriggers(b *book) {
-	for {
+	for b.triggers[0].Len()+b.triggers[1].Len() > 0 {
 		si, t, ok := e.nextTrigger(b)
 		if !ok {
 			return

@@ -117,13 +117,11 @@ func reportPerItem(b *testing.B, n int) {
 func buildBench[T any](b *testing.B, in []order, build func([]order) T, check func(T) int) {
 	b.ReportAllocs()
 	base := heapAlloc()
-	var t T
 	for b.Loop() {
-		t = build(in)
+		runtime.KeepAlive(build(in))
 	}
 	reportPerItem(b, len(in))
-	b.StopTimer()
-	t = build(in) // garbage from the loop is gone; measure one live tree
+	t := build(in) // the loop's trees are garbage now; measure one live tree
 	after := heapAlloc()
 	if check(t) != len(in) {
 		b.Fatalf("tree has %d items, want %d", check(t), len(in))

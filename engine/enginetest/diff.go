@@ -3,6 +3,7 @@ package enginetest
 import (
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"strings"
 
 	"github.com/matchlog/matchlog/engine"
@@ -139,7 +140,7 @@ func RunDiff(seed int64, n int, opts DiffOptions) (res DiffResult, err error) {
 			for _, side := range []engine.Side{engine.Buy, engine.Sell} {
 				ed = e.Depth(id, side, 1<<30, ed[:0])
 				md = m.Depth(id, side, 1<<30, md[:0])
-				if fmt.Sprint(ed) != fmt.Sprint(md) {
+				if !slices.Equal(ed, md) {
 					return diverge("depth differs", fmt.Sprintf("instrument %d %s: engine %v\nmodel %v", id, side, ed, md))
 				}
 				for _, n := range []int{1, 3} {

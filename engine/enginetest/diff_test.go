@@ -26,10 +26,10 @@ var diffShapes = []struct {
 	{"crowded", GenConfig{Spread: 2, Accounts: 2}},
 	{"one-book", GenConfig{Instruments: 1, MaxInstruments: 1, Spread: 3}},
 	{"wide", GenConfig{Spread: 25, Instruments: 8, MaxInstruments: 40}},
-	{"invalid", GenConfig{InvalidPct: 30, Sources: 6}},
+	{"invalid", GenConfig{InvalidPct: 30, Sources: 6, WideIDs: true}},
 	{"stp", GenConfig{Accounts: 1, Spread: 4}},
 	{"clean", GenConfig{InvalidPct: -1, Spread: 5, Accounts: 3}},
-	{"many", GenConfig{Instruments: 20, MaxInstruments: 64, Sources: 12, Accounts: 6}},
+	{"many", GenConfig{Instruments: 20, MaxInstruments: 64, Sources: 12, Accounts: 6, WideIDs: true}},
 	{"deep", GenConfig{Deep: true, Instruments: 2, MaxInstruments: 3, Spread: 8}},
 	{"deep-crowded", GenConfig{Deep: true, Instruments: 1, MaxInstruments: 1, Spread: 1, Accounts: 3}},
 }
@@ -39,7 +39,7 @@ var diffShapes = []struct {
 // -diff.commands (and -diff.seeds, -diff.seed).
 func TestDifferential(t *testing.T) {
 	total, checked := *diffCommands, *diffChecked
-	if testing.Short() {
+	if testing.Short() || raceEnabled {
 		total, checked = total/10, checked/10
 	}
 	seeds := max(*diffSeeds, 1)

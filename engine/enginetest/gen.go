@@ -16,6 +16,10 @@ type GenConfig struct {
 	Spread         int // half-width in ticks of the crowded band prices are drawn from (6)
 	InvalidPct     int // percent of deliberately invalid commands, every reject reason (6); -1 for none
 
+	// WideIDs spreads order ids over the whole uint64 range instead of
+	// counting 1, 2, 3, ...
+	WideIDs bool
+
 	// Deep grows big books (tens of thousands of orders, deep B-trees):
 	// mostly passive orders, few cancels, rare mass cancels.
 	Deep bool
@@ -77,7 +81,7 @@ type Gen struct {
 	insts  [maxGenInstruments]genInst
 	nInst  int
 	ring   [ringSize]genOrder
-	nextID uint64
+	nextID uint64 // counter of orders created; ids are idOf(counter)
 	time   int64
 	n      uint64 // commands generated
 }
@@ -316,7 +320,7 @@ func (g *Gen) stp() engine.STP {
 func (g *Gen) order(c *engine.Command, in *genInst, typ engine.OrderType) {
 	c.Kind = engine.CmdNewOrder
 	c.Instrument = in.id
-	c.OrderID = g.nextID
+	c.OrderID = g.idOf(g.nextID)
 	g.nextID++
 	c.Account = g.account()
 	c.Side = g.side()
@@ -330,12 +334,12 @@ func (g *Gen) order(c *engine.Command, in *genInst, typ engine.OrderType) {
 			c.Price = int64(g.intn(3)-1) * in.centre
 		}
 	}
-	g.ring[c.OrderID%ringSize] = genOrder{id: c.OrderID, inst: in.id, side: c.Side, qty: c.Qty}
+	g.ring[(g.nextID-1)%ringSize] = genOrder{id: c.OrderID, inst: in.id, side: c.Side, qty: c.Qty}
 }
 
 func (g *Gen) remember(c *engine.Command) {
-	o := &g.ring[c.OrderID%ringSize]
-	if o.id == c.OrderID {
+	o := g.known(c.OrderID)
+	if o != nil {
 		o.price = c.Price
 		o.armed = c.Type == engine.Stop || c.Type == engine.StopLimit
 	}
@@ -398,7 +402,7 @@ func (g *Gen) newStop(c *engine.Command, in *genInst) {
 	}
 	g.remember(c)
 	if typ == engine.Stop {
-		g.ring[c.OrderID%ringSize].price = 0
+		g.known(c.OrderID).price = 0
 	}
 }
 
@@ -646,7 +650,7 @@ func (g *Gen) invalid(c *engine.Command) {
 	case 24: // unknown order
 		c.Kind = engine.CmdCancel + engine.CommandKind(g.intn(2))
 		c.Instrument = in.id
-		c.OrderID = g.nextID + 1_000_000 + uint64(g.intn(100))
+		c.OrderID = g.idOf(g.nextID + 1_000_000 + uint64(g.intn(100)))
 		c.Price, c.Qty = g.price(in), g.qty(in)
 	case 25: // live order, wrong instrument
 		g.cancel(c)
@@ -777,9 +781,29 @@ func (g *Gen) known(id uint64) *genOrder {
 	if id == 0 {
 		return nil
 	}
-	o := &g.ring[id%ringSize]
+	o := &g.ring[g.counterOf(id)%ringSize]
 	if o.id != id {
 		return nil
 	}
 	return o
+}
+
+// Wide ids are the counter times an odd constant: a bijection of uint64.
+const (
+	idMul = 0x9E3779B97F4A7C15
+	idInv = 0xF1DE83E19937733D // idMul * idInv == 1 (mod 2^64)
+)
+
+func (g *Gen) idOf(counter uint64) uint64 {
+	if g.cfg.WideIDs {
+		return counter * idMul
+	}
+	return counter
+}
+
+func (g *Gen) counterOf(id uint64) uint64 {
+	if g.cfg.WideIDs {
+		return id * idInv
+	}
+	return id
 }

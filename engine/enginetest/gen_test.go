@@ -155,3 +155,16 @@ func TestGenDeterministicNoAlloc(t *testing.T) {
 		t.Fatalf("%v allocations per command", allocs)
 	}
 }
+
+func TestGenWideIDs(t *testing.T) {
+	g := NewGen(1, GenConfig{WideIDs: true})
+	for _, c := range []uint64{1, 2, 3, 1 << 40, ^uint64(0)} {
+		if id := g.idOf(c); g.counterOf(id) != c || id == c {
+			t.Fatalf("counter %d: id %d, back %d", c, id, g.counterOf(id))
+		}
+	}
+	st := runGenStats(2, 20_000, GenConfig{WideIDs: true})
+	if st.events[engine.EvTrade] == 0 || st.reasons[engine.CxlRequested] == 0 || st.events[engine.EvReplaced] == 0 {
+		t.Fatalf("wide ids: no trades, cancels or modifies:\n%s", st)
+	}
+}

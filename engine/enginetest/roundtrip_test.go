@@ -3,6 +3,7 @@ package enginetest
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/matchlog/matchlog/engine"
@@ -233,4 +234,64 @@ func TestCloneIsFrozen(t *testing.T) {
 		checkPartitions(t, fmt.Sprintf("clone at %d", s.at), s.f, 1, 2, 3, 4, 7)
 	}
 	p.sameState("engine after clones", p.e)
+}
+
+// TestCloneConcurrentReaders reads frozen clones (hash, record stream,
+// partitions on several goroutines) while the writer goes on; run it with
+// -race.
+func TestCloneConcurrentReaders(t *testing.T) {
+	p := newPair(t, 78, GenConfig{Deep: true, Instruments: 2, MaxInstruments: 2, Spread: 3})
+	type job struct {
+		f    *engine.Frozen
+		hash uint64
+	}
+	jobs := make(chan job)
+	errs := make(chan error, 16)
+	var wg sync.WaitGroup
+	for w := 0; w < 2; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				if h := j.f.StateHash(); h != j.hash {
+					errs <- fmt.Errorf("clone state hash %016x, want %016x", h, j.hash)
+					continue
+				}
+				var sum uint64
+				var inner sync.WaitGroup
+				parts := j.f.Partitions(3)
+				sums := make([]uint64, len(parts))
+				for i, part := range parts {
+					inner.Add(1)
+					go func() {
+						defer inner.Done()
+						var tp Tape
+						_, sums[i], _ = part.Emit(&tp)
+					}()
+				}
+				inner.Wait()
+				for _, s := range sums {
+					sum += s
+				}
+				var want uint64
+				tp, _ := restingTape(j.f.SnapshotTo)
+				for _, r := range tp {
+					want += engine.HashResting(r.Instrument, r.Side, r.OrderID, r.Account, r.Price, r.Qty, r.Seq, r.STP, r.Post)
+				}
+				if sum != want {
+					errs <- fmt.Errorf("partition hash sums %016x, want %016x", sum, want)
+				}
+			}
+		}()
+	}
+	for k := 0; k < 20; k++ {
+		p.run(1500)
+		jobs <- job{f: p.e.Clone(), hash: p.m.StateHash()}
+	}
+	close(jobs)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
 }

@@ -246,7 +246,8 @@ func blank(b []byte) bool {
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
 
 // ParseCommand decodes one command line (without its line ending) into c.
-// It allocates only to report an error, which is an [*Error] with Line 0.
+// An error is an [*Error] with Line 0. A [Reader] is the faster way to read
+// many lines: it reuses its buffers.
 func ParseCommand(line []byte, c *engine.Command) error {
 	var p parser
 	if err := p.parse(line, c); err != nil {
