@@ -72,7 +72,13 @@ func (x *orderIndex) get(id uint64) (loc, bool) {
 }
 
 // put sets the entry of id (never 0).
-func (x *orderIndex) put(id uint64, l loc) {
+func (x *orderIndex) put(id uint64, l loc) { x.set(id, l, true) }
+
+// add sets the entry of id (never 0) unless there is one, and reports
+// whether it did: a duplicate check and an insert in one probe.
+func (x *orderIndex) add(id uint64, l loc) bool { return x.set(id, l, false) }
+
+func (x *orderIndex) set(id uint64, l loc, replace bool) bool {
 	h := indexHash(id)
 	s := x.segOf(h)
 	if (s.n+1)*8 > len(s.slots)*7 {
@@ -81,14 +87,16 @@ func (x *orderIndex) put(id uint64, l loc) {
 	for i := s.home(h); ; {
 		sl := &s.slots[i]
 		if sl.id == id {
-			sl.l = l
-			return
+			if replace {
+				sl.l = l
+			}
+			return replace
 		}
 		if sl.id == 0 {
 			sl.id, sl.l = id, l
 			s.n++
 			x.n++
-			return
+			return true
 		}
 		if i++; i == len(s.slots) {
 			i = 0

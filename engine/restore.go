@@ -179,9 +179,6 @@ func (r *Restorer) checkOrder(what string, instrument uint32, side Side, orderID
 	case stp > STPDecrement:
 		return nil, r.fail("%s %d: bad STP mode %d", what, orderID, stp)
 	}
-	if _, dup := r.st.index.get(orderID); dup {
-		return nil, r.fail("%s %d: duplicate order id", what, orderID)
-	}
 	return b, nil
 }
 
@@ -199,11 +196,13 @@ func (r *Restorer) OnResting(instrument uint32, side Side, orderID, account uint
 	}
 	si := sideIndex(side)
 	o := order{px: b.ticks(price), acct: r.st.acct(account), sk: packSK(seq, stp, post, side), id: orderID, qty: qty}
+	if !r.st.index.add(orderID, loc{sk: o.sk, px: o.px, inst: instrument}) {
+		return r.fail("resting order %d: duplicate order id", orderID)
+	}
 	if _, dup := b.orders[si].ReplaceOrInsert(o); dup {
 		return r.fail("resting order %d: price %d and sequence %d already taken", orderID, price, seq)
 	}
 	r.n[2]++
-	r.st.index.put(orderID, loc{sk: o.sk, px: o.px, inst: instrument})
 	r.sum += HashResting(instrument, side, orderID, account, price, qty, seq, stp, post)
 	if r.runBook == b && r.runSide == si && r.run.price == price {
 		r.run.qty += qty
@@ -243,11 +242,13 @@ func (r *Restorer) OnArmedTrigger(instrument uint32, side Side, orderID, account
 		return r.fail("armed trigger %d: bad type, time in force, reference, stop or price", orderID)
 	}
 	t := trigger{stop: stop, sk: triggerSK(seq, stp, post, side, ref), id: orderID, account: account, price: price, qty: qty, typ: typ, tif: tif, ref: ref}
+	if !r.st.index.add(orderID, loc{sk: t.sk, px: b.ticks(stop), inst: instrument}) {
+		return r.fail("armed trigger %d: duplicate order id", orderID)
+	}
 	if _, dup := b.triggers[sideIndex(side)].ReplaceOrInsert(t); dup {
 		return r.fail("armed trigger %d: key already taken", orderID)
 	}
 	r.n[3]++
-	r.st.index.put(orderID, loc{sk: t.sk, px: b.ticks(stop), inst: instrument})
 	r.sum += HashTrigger(instrument, side, orderID, account, typ, tif, ref, stop, price, qty, seq, stp, post)
 	return nil
 }
