@@ -40,11 +40,12 @@
 //
 //   - DefineInstrument: Instrument 0 (bad_instrument); already defined
 //     (duplicate_instrument); Tick ≤ 0 or Lot ≤ 0, MinPrice ≤ 0,
-//     MaxPrice < MinPrice, or a band edge off tick (bad_instrument).
+//     MaxPrice < MinPrice, a band edge off tick, or a band of more than
+//     2^32-1 ticks (bad_instrument).
 //   - NewOrder: unknown instrument; Side not buy/sell (bad_side); Type,
 //     TIF or (for stops) Ref unknown, or Market/Stop with GTC, or Post with
 //     Market/Stop or with a TIF other than GTC (bad_type); STP unknown
-//     (bad_stp); Qty ≤ 0 or off lot (bad_quantity); for Limit and StopLimit
+//     (bad_stp); Qty ≤ 0, above [MaxQty] or off lot (bad_quantity); for Limit and StopLimit
 //     Price ≤ 0 or off tick (bad_price) or outside the band
 //     (price_out_of_band); for Stop and StopLimit the same checks on Stop;
 //     OrderID 0 or already live, resting or armed, on any instrument
@@ -53,8 +54,8 @@
 //   - Cancel: unknown instrument; OrderID not live on that instrument
 //     (unknown_order).
 //   - Modify: unknown instrument; OrderID not live on that instrument
-//     (unknown_order); the order is armed (not_modifiable); Qty ≤ 0 or off
-//     lot (bad_quantity); Price ≤ 0 or off tick (bad_price), outside the band
+//     (unknown_order); the order is armed (not_modifiable); Qty ≤ 0, above
+//     [MaxQty] or off lot (bad_quantity); Price ≤ 0 or off tick (bad_price), outside the band
 //     (price_out_of_band); same price and quantity (no_change); a post-only
 //     order whose new price would cross (post_only_would_cross).
 //   - MassCancel: Instrument 0 means every instrument, otherwise an unknown

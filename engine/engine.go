@@ -41,7 +41,6 @@ type Engine struct {
 	accts   []uint64          // dense account number → account
 	acctNo  map[uint64]uint32 // account → dense account number
 	nextSeq uint64
-	fl      *freeLists
 	lp      levelPool
 
 	// Per-command state.
@@ -60,7 +59,6 @@ func New() *Engine {
 		hwm:     make(map[uint64]uint64),
 		acctNo:  make(map[uint64]uint32),
 		nextSeq: 1,
-		fl:      newFreeLists(),
 		lp:      levelPool{epoch: 1},
 		events:  make([]Event, 0, 64),
 	}
@@ -99,7 +97,7 @@ func (e *Engine) Depth(instrument uint32, side Side, n int, dst []Level) []Level
 	if b == nil || (side != Buy && side != Sell) || n <= 0 {
 		return dst
 	}
-	b.levels[sideIndex(side)].Ascend(func(l *level) bool {
+	b.levels[sideIndex(side)].Scan(func(l *level) bool {
 		dst = append(dst, Level{Price: l.price, Qty: l.qty, Count: l.count})
 		n--
 		return n > 0
@@ -197,7 +195,7 @@ func (e *Engine) defineInstrument(c *Command) Reason {
 	case !validInstrument(c.Tick, c.Lot, c.MinPrice, c.MaxPrice):
 		return RejBadInstrument
 	}
-	e.addBook(newBook(c.Instrument, c.Tick, c.Lot, c.MinPrice, c.MaxPrice, e.fl))
+	e.addBook(newBook(c.Instrument, c.Tick, c.Lot, c.MinPrice, c.MaxPrice))
 	e.accept(0)
 	return ReasonNone
 }
@@ -238,8 +236,13 @@ func (b *book) checkPrice(p int64) Reason {
 	return ReasonNone
 }
 
+// MaxQty is the largest quantity of one order. It keeps every level total
+// and every sum the engine forms far from int64 overflow: a level would
+// need 2^23 orders of this size to overflow.
+const MaxQty = 1 << 40
+
 func (b *book) checkQty(q int64) Reason {
-	if q <= 0 || q%b.lot != 0 {
+	if q <= 0 || q > MaxQty || q%b.lot != 0 {
 		return RejBadQuantity
 	}
 	return ReasonNone
@@ -289,7 +292,7 @@ func (e *Engine) newOrder(c *Command) Reason {
 		}
 		t := trigger{stop: c.Stop, sk: triggerSK(seq, c.STP, c.Post, c.Side, c.Ref), id: c.OrderID, account: c.Account,
 			price: price, qty: c.Qty, typ: c.Type, tif: c.TIF, ref: c.Ref}
-		b.triggers[sideIndex(c.Side)].ReplaceOrInsert(t)
+		b.triggers[sideIndex(c.Side)].Set(t)
 		e.index.put(c.OrderID, loc{sk: t.sk, px: b.ticks(c.Stop), inst: b.id})
 	default:
 		tk := e.newTaker(b, c.Side, c.Type == Market, c.TIF, c.Price,
@@ -380,11 +383,11 @@ func (e *Engine) modify(c *Command) Reason {
 	o, _ := b.orders[si].Delete(order{px: l.px, sk: l.sk})
 	price := b.price(o.px)
 	if c.Price == price && c.Qty == o.qty {
-		b.orders[si].ReplaceOrInsert(o)
+		b.orders[si].Set(o)
 		return RejNoChange
 	}
 	if o.post() && c.Price != price && b.wouldCross(side, c.Price) {
-		b.orders[si].ReplaceOrInsert(o)
+		b.orders[si].Set(o)
 		return RejPostOnlyWouldCross
 	}
 	e.accept(c.OrderID)
@@ -392,7 +395,7 @@ func (e *Engine) modify(c *Command) Reason {
 	if c.Price == price && c.Qty < o.qty {
 		e.changeLevel(b, side, price, c.Qty-o.qty, 0)
 		o.qty = c.Qty
-		b.orders[si].ReplaceOrInsert(o)
+		b.orders[si].Set(o)
 		return ReasonNone
 	}
 	// The index entry stays while the order matches as a taker (only makers
@@ -426,7 +429,7 @@ func (e *Engine) massCancelBook(b *book, account uint64) {
 	for si := range 2 {
 		side := Side(si + 1)
 		e.scratch = e.scratch[:0]
-		b.orders[si].Ascend(func(o order) bool {
+		b.orders[si].Scan(func(o order) bool {
 			if account == 0 || (known && o.acct == acct) {
 				e.scratch = append(e.scratch, o)
 			}
@@ -440,7 +443,7 @@ func (e *Engine) massCancelBook(b *book, account uint64) {
 	}
 	for si := range 2 {
 		e.tscr = e.tscr[:0]
-		b.triggers[si].Ascend(func(t trigger) bool {
+		b.triggers[si].Scan(func(t trigger) bool {
 			if account == 0 || t.account == account {
 				e.tscr = append(e.tscr, t)
 			}

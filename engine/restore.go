@@ -19,9 +19,11 @@ var ErrNotEnded = fmt.Errorf("%w: record stream did not end", ErrRestore)
 // out, so a failed or unfinished restore leaves the engine empty, never
 // partial. After the first error every call returns it.
 //
-// Resting orders in stream order (what [Engine.SnapshotTo] emits) take a
-// fast path: level totals accumulate without tree lookups. Orders in any
-// other order of the same book are accepted too, at the cost of a lookup.
+// Orders and triggers must come in stream order (what [Engine.SnapshotTo]
+// emits); anything else is refused. That order is also the fast path: each
+// record appends at the right end of its tree (a bulk load, no search), and
+// level totals accumulate over each price's run and enter the level tree
+// once.
 type Restorer struct {
 	e     *Engine
 	st    *Engine // being built
@@ -32,13 +34,16 @@ type Restorer struct {
 	n     [4]uint64 // sources, instruments, orders, triggers received
 
 	lastSource uint64
-	// Level run of the fast path: consecutive orders at one price of one
-	// side of one book accumulate here and enter the level tree once.
+	// The previous order or trigger, to hold the stream to its order.
+	prevInst    uint32
+	prevSide    Side
+	prevOrder   order
+	prevTrigger trigger
+	// Consecutive orders at one price of one side of one book accumulate
+	// here and enter the level tree once.
 	run     level
 	runBook *book
 	runSide int
-	prevKey order
-	prevSeg int
 }
 
 const (
@@ -54,7 +59,7 @@ const (
 // empty (no instruments, orders or sources); otherwise the restorer fails
 // at the header.
 func (e *Engine) Restorer() *Restorer {
-	return &Restorer{e: e, prevSeg: -1}
+	return &Restorer{e: e}
 }
 
 // Err returns nil once the stream has ended and the engine is installed,
@@ -106,13 +111,12 @@ func (r *Restorer) OnHeader(h Header) error {
 	if len(r.e.books) != 0 || r.e.index.Len() != 0 || len(r.e.hwm) != 0 || r.e.nextSeq != 1 {
 		return r.fail("engine is not empty")
 	}
-	if h.NextSeq == 0 {
-		return r.fail("next sequence 0")
+	if h.NextSeq == 0 || h.NextSeq > maxRestoreSeq {
+		return r.fail("next sequence %d outside [1, 2^55]", h.NextSeq)
 	}
 	const maxPrealloc = 1 << 26
 	r.hd = h
 	r.st = New()
-	r.st.fl = r.e.fl
 	r.st.nextSeq = h.NextSeq
 	r.st.index.reserve(int(min(h.Orders+h.Triggers, maxPrealloc)))
 	r.sum = HashHeader(h.Version, h.NextSeq)
@@ -153,7 +157,7 @@ func (r *Restorer) OnMark(instrument uint32, tick, lot, minPrice, maxPrice, last
 		return r.fail("instrument %d after instrument %d", instrument, r.st.books[n-1].id)
 	}
 	r.n[1]++
-	b := newBook(instrument, tick, lot, minPrice, maxPrice, r.st.fl)
+	b := newBook(instrument, tick, lot, minPrice, maxPrice)
 	b.lastTrade, b.mark = lastTrade, mark
 	r.st.books = append(r.st.books, b)
 	r.st.byID[instrument] = b
@@ -196,12 +200,15 @@ func (r *Restorer) OnResting(instrument uint32, side Side, orderID, account uint
 	}
 	si := sideIndex(side)
 	o := order{px: b.ticks(price), acct: r.st.acct(account), sk: packSK(seq, stp, post, side), id: orderID, qty: qty}
+	if r.n[2] > 0 && !(r.prevInst < instrument || (r.prevInst == instrument && (r.prevSide < side ||
+		(r.prevSide == side && b.orders[si].Less(r.prevOrder, o))))) {
+		return r.fail("resting order %d out of stream order", orderID)
+	}
+	r.prevInst, r.prevSide, r.prevOrder = instrument, side, o
 	if !r.st.index.add(orderID, loc{sk: o.sk, px: o.px, inst: instrument}) {
 		return r.fail("resting order %d: duplicate order id", orderID)
 	}
-	if _, dup := b.orders[si].ReplaceOrInsert(o); dup {
-		return r.fail("resting order %d: price %d and sequence %d already taken", orderID, price, seq)
-	}
+	b.orders[si].Load(o) // in stream order: appends to the rightmost leaf
 	r.n[2]++
 	r.sum += HashResting(instrument, side, orderID, account, price, qty, seq, stp, post)
 	if r.runBook == b && r.runSide == si && r.run.price == price {
@@ -214,12 +221,17 @@ func (r *Restorer) OnResting(instrument uint32, side Side, orderID, account uint
 	return nil
 }
 
-// flushRun adds the current level run to its level tree.
+// flushRun adds the current level run, a new level, to its side: orders
+// arrive in stream order, so each level is one run and the level tree
+// grows at its right end.
 func (r *Restorer) flushRun() {
 	if r.runBook == nil {
 		return
 	}
-	r.runBook.addLevel(&r.e.lp, r.runSide, r.run.price, r.run.qty, r.run.count)
+	l := r.e.lp.get(r.run.price)
+	l.qty, l.count = r.run.qty, r.run.count
+	r.runBook.lmap[r.runSide][l.price] = l
+	r.runBook.levels[r.runSide].Load(l)
 	r.runBook = nil
 }
 
@@ -242,12 +254,15 @@ func (r *Restorer) OnArmedTrigger(instrument uint32, side Side, orderID, account
 		return r.fail("armed trigger %d: bad type, time in force, reference, stop or price", orderID)
 	}
 	t := trigger{stop: stop, sk: triggerSK(seq, stp, post, side, ref), id: orderID, account: account, price: price, qty: qty, typ: typ, tif: tif, ref: ref}
+	if r.n[3] > 0 && !(r.prevInst < instrument || (r.prevInst == instrument && (r.prevSide < side ||
+		(r.prevSide == side && b.triggers[sideIndex(side)].Less(r.prevTrigger, t))))) {
+		return r.fail("armed trigger %d out of stream order", orderID)
+	}
+	r.prevInst, r.prevSide, r.prevTrigger = instrument, side, t
 	if !r.st.index.add(orderID, loc{sk: t.sk, px: b.ticks(stop), inst: instrument}) {
 		return r.fail("armed trigger %d: duplicate order id", orderID)
 	}
-	if _, dup := b.triggers[sideIndex(side)].ReplaceOrInsert(t); dup {
-		return r.fail("armed trigger %d: key already taken", orderID)
-	}
+	b.triggers[sideIndex(side)].Load(t)
 	r.n[3]++
 	r.sum += HashTrigger(instrument, side, orderID, account, typ, tif, ref, stop, price, qty, seq, stp, post)
 	return nil

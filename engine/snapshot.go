@@ -38,6 +38,17 @@ type emitter struct {
 	err   error
 }
 
+// restingRun emits a run of orders: a B-tree node's items, as Walk hands
+// them over.
+func (w *emitter) restingRun(os []order) bool {
+	for i := range os {
+		if !w.resting(os[i]) {
+			return false
+		}
+	}
+	return true
+}
+
 func (w *emitter) resting(o order) bool {
 	w.n++
 	price, account := w.b.price(o.px), w.accts[o.acct]
@@ -90,12 +101,12 @@ func (s *state) emit(sink Sink) (uint64, error) {
 			}
 		}
 	}
-	resting := w.resting
+	resting := w.restingRun
 	for _, b := range s.books {
 		w.b = b
 		for si := range 2 {
 			w.side = Side(si + 1)
-			b.orders[si].Ascend(resting)
+			b.orders[si].Walk(resting)
 			if w.err != nil {
 				return 0, w.err
 			}
@@ -106,7 +117,7 @@ func (s *state) emit(sink Sink) (uint64, error) {
 		w.b = b
 		for si := range 2 {
 			w.side = Side(si + 1)
-			b.triggers[si].Ascend(trig)
+			b.triggers[si].Scan(trig)
 			if w.err != nil {
 				return 0, w.err
 			}
@@ -205,7 +216,7 @@ func (f *Frozen) NonOrderHash() uint64 {
 		w.b = b
 		for si := range 2 {
 			w.side = Side(si + 1)
-			b.triggers[si].Ascend(trig)
+			b.triggers[si].Scan(trig)
 		}
 	}
 	return w.sum

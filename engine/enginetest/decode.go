@@ -7,16 +7,17 @@ import "github.com/matchlog/matchlog/engine"
 // make orders meet, and some bytes pass through raw to reach every
 // validation branch. Missing bytes read as zero.
 type ByteDecoder struct {
-	data []byte
-	pos  int
-	seqs [4]uint64
+	data    []byte
+	pos     int
+	seqs    [4]uint64
+	prelude int // instruments 1..3 defined so far, before any byte is read
 }
 
 // NewByteDecoder returns a decoder of data.
 func NewByteDecoder(data []byte) *ByteDecoder { return &ByteDecoder{data: data} }
 
-// More reports whether bytes remain.
-func (d *ByteDecoder) More() bool { return d.pos < len(d.data) }
+// More reports whether commands remain.
+func (d *ByteDecoder) More() bool { return d.prelude < 3 || d.pos < len(d.data) }
 
 func (d *ByteDecoder) b() byte {
 	if d.pos >= len(d.data) {
@@ -69,11 +70,20 @@ func (d *ByteDecoder) qty(inst uint32, x byte) int64 {
 }
 
 // Next fills c with the next command; false when the bytes are used up.
+// The first three commands define instruments 1, 2 and 3.
 func (d *ByteDecoder) Next(c *engine.Command) bool {
 	if !d.More() {
 		return false
 	}
 	*c = engine.Command{}
+	if d.prelude < 3 { // every stream starts by defining instruments 1, 2 and 3 on source 3
+		d.prelude++
+		i := uint32(d.prelude)
+		d.seqs[3]++
+		*c = engine.Command{Kind: engine.CmdDefineInstrument, Source: 3, Seq: d.seqs[3], Instrument: i,
+			Tick: tickOf(i), Lot: lotOf(i), MinPrice: 90 * tickOf(i), MaxPrice: 110 * tickOf(i)}
+		return true
+	}
 	op := d.b()
 	src := op >> 6 // 0..3
 	c.Source = uint64(src)
@@ -112,6 +122,9 @@ func (d *ByteDecoder) Next(c *engine.Command) bool {
 			c.Type = engine.StopLimit
 		}
 		c.TIF = engine.TimeInForce(1 + f%3)
+		if f&3 == 3 {
+			c.TIF = engine.GTC // GTC half the time: books must fill up
+		}
 		if c.Type == engine.Market || c.Type == engine.Stop {
 			c.TIF = engine.TimeInForce(2 + f%2)
 		}
@@ -136,12 +149,24 @@ func (d *ByteDecoder) Next(c *engine.Command) bool {
 		c.OrderID = uint64(x % 24)
 		c.Price = d.price(c.Instrument, d.b())
 		c.Qty = d.qty(c.Instrument, d.b())
-	case 12: // mass cancel
+	case 12: // mass cancel, now and then; otherwise a resting order
+		if x&7 != 0 {
+			c.Kind, c.Type, c.TIF = engine.CmdNewOrder, engine.Limit, engine.GTC
+			c.OrderID = uint64(x % 24)
+			c.Account = uint64(x>>3) % 3
+			c.Side = engine.Side(1 + x>>7)
+			c.Price = tickOf(c.Instrument) * (94 + int64(x>>3%6))
+			if c.Side == engine.Sell {
+				c.Price += 6 * tickOf(c.Instrument)
+			}
+			c.Qty = lotOf(c.Instrument) * int64(1+x%5)
+			break
+		}
 		c.Kind = engine.CmdMassCancel
-		if x&1 != 0 {
+		if x&8 != 0 {
 			c.Instrument = 0
 		}
-		c.Account = uint64(x>>1) % 4
+		c.Account = uint64(x>>4) % 4
 	case 13, 14: // mark price
 		c.Kind = engine.CmdMarkPrice
 		c.Price = d.price(c.Instrument, x)

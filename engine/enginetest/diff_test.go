@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/matchlog/matchlog/engine"
+	"github.com/matchlog/matchlog/internal/invariants"
 )
 
 var (
@@ -39,7 +40,7 @@ var diffShapes = []struct {
 // -diff.commands (and -diff.seeds, -diff.seed).
 func TestDifferential(t *testing.T) {
 	total, checked := *diffCommands, *diffChecked
-	if testing.Short() || raceEnabled {
+	if testing.Short() || raceEnabled || invariants.Enabled {
 		total, checked = total/10, checked/10
 	}
 	seeds := max(*diffSeeds, 1)
@@ -63,6 +64,16 @@ func TestDifferential(t *testing.T) {
 			reportDiff(t, res, err, start)
 		})
 	}
+}
+
+// scaled shrinks a test's command count under -short, the race detector
+// and the invariants tag (which checks the whole engine after every
+// command).
+func scaled(n int) int {
+	if testing.Short() || raceEnabled || invariants.Enabled {
+		return max(n/4, 1)
+	}
+	return n
 }
 
 func reportDiff(t *testing.T, res DiffResult, err error, start time.Time) {

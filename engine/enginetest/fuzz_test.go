@@ -11,8 +11,9 @@ import (
 // events for every command, the engine's structure check after each, the
 // same state hash at the end, and a snapshot round trip.
 func FuzzDifferential(f *testing.F) {
-	// Define the three instruments, then a few orders that cross.
-	defs := []byte{0x00, 0, 0, 0x40, 0, 1, 0x80, 0, 2}
+	// The decoder defines three instruments first; then a few orders.
+	defs := []byte{0x00, 0, 0, 0x40, 0, 1, 0x80, 0, 2} // redefinitions
+	f.Add([]byte{})
 	f.Add(defs)
 	f.Add(append(append([]byte{}, defs...),
 		0x01, 0x01, 0, 1, 0x04, 5, 2, // sell limit

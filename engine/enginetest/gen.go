@@ -1,6 +1,7 @@
 package enginetest
 
 import (
+	"math"
 	"math/rand/v2"
 
 	"github.com/matchlog/matchlog/engine"
@@ -50,7 +51,7 @@ func (c GenConfig) withDefaults() GenConfig {
 const (
 	maxGenInstruments = 64
 	maxGenSources     = 16
-	ringSize          = 4096 // recently created orders the generator remembers, by id modulo ringSize
+	ringSize          = 4096 // recently created orders the generator remembers, by creation counter modulo ringSize
 	bandTicks         = 100  // an instrument's band is its centre ± bandTicks ticks
 )
 
@@ -83,7 +84,6 @@ type Gen struct {
 	ring   [ringSize]genOrder
 	nextID uint64 // counter of orders created; ids are idOf(counter)
 	time   int64
-	n      uint64 // commands generated
 }
 
 // NewGen returns a generator for seed.
@@ -111,7 +111,6 @@ func sourceID(i int) uint64 {
 // Next fills c with the next command of the stream.
 func (g *Gen) Next(c *engine.Command) {
 	*c = engine.Command{}
-	g.n++
 	g.time += 1 + int64(g.intn(1000))
 	c.Time = g.time
 
@@ -202,7 +201,9 @@ func (g *Gen) pickInst() *genInst { return &g.insts[g.intn(g.nInst)] }
 func (g *Gen) unusedInstID() uint32 {
 	for {
 		var id uint32
-		if g.chance(100) {
+		if g.chance(20) {
+			id = ^uint32(0)
+		} else if g.chance(100) {
 			id = 1<<31 + uint32(g.intn(1<<30))
 		} else {
 			id = 1 + uint32(g.intn(300))
@@ -234,6 +235,13 @@ func (g *Gen) defineNew(c *engine.Command) {
 	in.tick = genTicks[g.intn(len(genTicks))]
 	in.lot = genLots[g.intn(len(genLots))]
 	in.centre = in.tick * int64(500+g.intn(500))
+	switch r := g.intn(100); {
+	case r < 3: // prices at the top of int64
+		in.tick = 1
+		in.centre = math.MaxInt64 - 2*bandTicks
+	case r < 6: // a band starting at the first tick
+		in.centre = in.tick * (bandTicks + 1)
+	}
 	in.minP = in.centre - bandTicks*in.tick
 	in.maxP = in.centre + bandTicks*in.tick
 	g.fillDefine(c, in)
@@ -453,8 +461,8 @@ func (g *Gen) modify(c *engine.Command) {
 	}
 	switch r := g.intn(100); {
 	case r < 40: // quantity down, keeps priority
-		if c.Qty > in.lot {
-			c.Qty -= in.lot * int64(1+g.intn(int(c.Qty/in.lot-1)))
+		if steps := c.Qty/in.lot - 1; steps >= 1 {
+			c.Qty -= in.lot * (1 + int64(g.intn(int(min(steps, 1<<20)))))
 		} else {
 			c.Price = g.sidePrice(in, o.side)
 		}

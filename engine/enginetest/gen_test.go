@@ -18,7 +18,6 @@ type genStats struct {
 	maxCount  int64              // most orders seen at one level
 	maxBook   int                // most resting orders at once
 	ignored   int
-	defines   int
 	deepFired int // commands that fired two or more triggers
 }
 

@@ -378,7 +378,7 @@ func (m *Model) define(c *engine.Command) {
 		m.reject(0, engine.RejDuplicateInstrument)
 		return
 	case c.Tick <= 0 || c.Lot <= 0 || c.MinPrice <= 0 || c.MaxPrice < c.MinPrice ||
-		c.MinPrice%c.Tick != 0 || c.MaxPrice%c.Tick != 0:
+		c.MinPrice%c.Tick != 0 || c.MaxPrice%c.Tick != 0 || (c.MaxPrice-c.MinPrice)/c.Tick > 1<<32-1:
 		m.reject(0, engine.RejBadInstrument)
 		return
 	}
@@ -412,7 +412,7 @@ func (m *Model) newOrder(c *engine.Command) {
 		m.reject(c.OrderID, engine.RejBadSTP)
 		return
 	}
-	if c.Qty <= 0 || c.Qty%in.lot != 0 {
+	if c.Qty <= 0 || c.Qty > engine.MaxQty || c.Qty%in.lot != 0 {
 		m.reject(c.OrderID, engine.RejBadQuantity)
 		return
 	}
@@ -496,7 +496,7 @@ func (m *Model) modify(c *engine.Command) {
 		m.reject(c.OrderID, engine.RejNotModifiable)
 		return
 	}
-	if c.Qty <= 0 || c.Qty%in.lot != 0 {
+	if c.Qty <= 0 || c.Qty > engine.MaxQty || c.Qty%in.lot != 0 {
 		m.reject(c.OrderID, engine.RejBadQuantity)
 		return
 	}

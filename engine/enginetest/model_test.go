@@ -670,3 +670,38 @@ func TestEngineScenarios(t *testing.T) {
 	}
 	t.Run("Records", func(t *testing.T) { testRecords(t, engine.New()) })
 }
+
+// TestHugeQuantities: a quantity above [engine.MaxQty] is rejected
+// (bad_quantity) by new orders and modifies; at MaxQty orders rest, match,
+// decrement and fill-or-kill like any other, and a crowded level's total
+// is exact.
+func TestHugeQuantities(t *testing.T) {
+	m, e := newScenario(t, NewModel()), newScenario(t, engine.New())
+	both := func(c engine.Command) []engine.Event {
+		t.Helper()
+		mv, ev := m.do(c), e.do(c)
+		if firstDiff(ev, mv) >= 0 {
+			t.Fatalf("%s:\nengine:\n%smodel:\n%s", FormatCommand(&c), FormatEvents(ev, "  "), FormatEvents(mv, "  "))
+		}
+		return mv
+	}
+	const maxQ = engine.MaxQty
+	for _, q := range []int64{maxQ + 1, 1 << 62, -maxQ} {
+		if evs := both(lim(1, S, 100, q)); evs[0].Reason != engine.RejBadQuantity {
+			t.Fatalf("qty %d: %s", q, FormatEvents(evs, ""))
+		}
+	}
+	for i := 0; i < 8; i++ {
+		both(lim(uint64(i+1), S, 100, maxQ))
+	}
+	if evs := both(mod(1, 100, maxQ+1)); evs[0].Reason != engine.RejBadQuantity {
+		t.Fatalf("modify to MaxQty+1: %s", FormatEvents(evs, ""))
+	}
+	both(tif(lim(9, B, 100, 5), engine.FOK))
+	both(tif(mkt(10, B, maxQ), engine.FOK))
+	both(lim(11, B, 100, maxQ))
+	both(stp(acct(tif(lim(12, B, 100, maxQ), engine.FOK), 4), engine.STPDecrement))
+	both(stp(acct(lim(13, B, 100, maxQ), 4), engine.STPDecrement))
+	both(mod(5, 100, maxQ-1))
+	both(lim(14, B, 101, maxQ))
+}

@@ -231,7 +231,7 @@ func TestPartitionsRandomBooks(t *testing.T) {
 	for i, cfg := range []GenConfig{{Deep: true, Instruments: 3, MaxInstruments: 3, Spread: 2}, {Deep: true, Instruments: 1, MaxInstruments: 1, Spread: 0}, {}} {
 		p := newPair(t, int64(300+i), cfg)
 		for k := 0; k < 4; k++ {
-			p.run(6000)
+			p.run(scaled(6000))
 			checkPartitions(t, fmt.Sprintf("shape %d after %d commands", i, p.n), p.e.Clone(), 1, 2, 3, 4, 5, 6, 7, 8, 9, 13, 100)
 		}
 	}

@@ -60,6 +60,44 @@ func (tp Tape) edit(i int, f func(*Record)) Tape {
 	return tp
 }
 
+// rehash fixes the header and End counts and the End hash of an edited
+// tape, so that only the restorer's own checks can refuse it.
+func (tp Tape) rehash() Tape {
+	tp = tp.Clone()
+	var h engine.Hasher
+	var hd, end *Record
+	for i := range tp {
+		switch tp[i].Kind {
+		case RecHeader:
+			hd = &tp[i]
+		case RecEnd:
+			end = &tp[i]
+		}
+	}
+	var n [4]uint64
+	for i := range tp {
+		switch tp[i].Kind {
+		case RecSource:
+			n[0]++
+		case RecMark:
+			n[1]++
+		case RecResting:
+			n[2]++
+		case RecTrigger:
+			n[3]++
+		}
+	}
+	hd.Header.Sources, hd.Header.Instruments, hd.Header.Orders, hd.Header.Triggers = n[0], n[1], n[2], n[3]
+	end.Sources, end.Instruments, end.Orders, end.Triggers = n[0], n[1], n[2], n[3]
+	for i := range tp {
+		if tp[i].Kind != RecEnd {
+			_ = tp[i].Play(&h)
+		}
+	}
+	end.EndStateHash = h.Sum
+	return tp
+}
+
 // TestRestorerStrict: a damaged record stream is refused (Err non-nil), and
 // the engine stays empty and can still be restored from a good stream.
 func TestRestorerStrict(t *testing.T) {
@@ -122,6 +160,25 @@ func TestRestorerStrict(t *testing.T) {
 		{"last trade changed", good.edit(mark0, func(r *Record) { r.LastTrade += r.Tick })},
 		{"trigger stop changed", good.edit(trig0, func(r *Record) { r.Stop++ })},
 		{"duplicate resting order", append(good[:rest1:rest1], append(Tape{good[rest0]}, good[rest1:]...)...)},
+
+		// Bad values with consistent counts and hash: the restorer's
+		// own checks must refuse them.
+		{"rehashed: duplicate resting order", append(good[:rest1:rest1], append(Tape{good[rest0]}, good[rest1:]...)...).rehash()},
+		{"rehashed: resting and trigger share an id", good.edit(trig0, func(r *Record) { r.OrderID = good[rest0].OrderID }).rehash()},
+		{"rehashed: resting on an undefined instrument", good.edit(rest0, func(r *Record) { r.Instrument = 77777 }).rehash()},
+		{"rehashed: resting sequence at next sequence", good.edit(rest0, func(r *Record) { r.Seq = good[0].Header.NextSeq }).rehash()},
+		{"rehashed: resting quantity 0", good.edit(rest0, func(r *Record) { r.Qty = 0 }).rehash()},
+		{"rehashed: resting side 0", good.edit(rest0, func(r *Record) { r.Side = 0 }).rehash()},
+		{"rehashed: resting order id 0", good.edit(rest0, func(r *Record) { r.OrderID = 0 }).rehash()},
+		{"rehashed: resting stp 9", good.edit(rest0, func(r *Record) { r.STP = 9 }).rehash()},
+		{"rehashed: crossed book", crossBook(good).rehash()},
+		{"rehashed: trigger type limit", good.edit(trig0, func(r *Record) { r.Type = engine.Limit }).rehash()},
+		{"rehashed: trigger ref 0", good.edit(trig0, func(r *Record) { r.Ref = 0 }).rehash()},
+		{"rehashed: mark tick 0", good.edit(mark0, func(r *Record) { r.Tick = 0 }).rehash()},
+		{"rehashed: header version 2", good.edit(0, func(r *Record) { r.Header.Version = 2 }).rehash()},
+		{"rehashed: next sequence 0", good.edit(0, func(r *Record) { r.Header.NextSeq = 0 }).rehash()},
+		{"rehashed: source repeated", append(good[:src1:src1], append(Tape{good[src0]}, good[src1:]...)...).rehash()},
+		{"rehashed: mark repeated", append(good[:mark1:mark1], append(Tape{good[mark0]}, good[mark1:]...)...).rehash()},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -154,6 +211,13 @@ func TestRestorerStrict(t *testing.T) {
 			}
 		})
 	}
+	t.Run("good, rehashed", func(t *testing.T) {
+		e := engine.New()
+		r := e.Restorer()
+		if err := good.rehash().Replay(r); err != nil || r.Err() != nil || e.StateHash() != hash {
+			t.Fatalf("%v / %v", err, r.Err())
+		}
+	})
 	t.Run("good", func(t *testing.T) {
 		e := engine.New()
 		r := e.Restorer()
@@ -171,4 +235,46 @@ func TestRestorerStrict(t *testing.T) {
 			t.Fatalf("restore into a non-empty engine: %v", r2.Err())
 		}
 	})
+}
+
+// crossBook moves the first resting ask of the first book with both sides
+// down to its best bid's price.
+func crossBook(good Tape) Tape {
+	tp := good.Clone()
+	for i := range tp {
+		if tp[i].Kind != RecResting || tp[i].Side != engine.Sell {
+			continue
+		}
+		for j := range tp {
+			if tp[j].Kind == RecResting && tp[j].Side == engine.Buy && tp[j].Instrument == tp[i].Instrument {
+				tp[i].Price = tp[j].Price
+				return tp
+			}
+		}
+	}
+	panic("no book with both sides")
+}
+
+// TestRestoreHugeNextSeq: a stream whose header carries a next sequence
+// near the top of its range is either refused by the restorer, or the
+// restored engine then behaves exactly like the model with that next
+// sequence.
+func TestRestoreHugeNextSeq(t *testing.T) {
+	for _, next := range []uint64{1<<56 - 100, 1 << 63, ^uint64(0) - 5000} {
+		tp := Tape{{Kind: RecHeader, Header: engine.Header{Version: engine.RecordVersion, NextSeq: next}}}
+		var h engine.Hasher
+		_ = tp[0].Play(&h)
+		tp = append(tp, Record{Kind: RecEnd, EndStateHash: h.Sum})
+		e := engine.New()
+		r := e.Restorer()
+		if err := tp.Replay(r); err != nil || r.Err() != nil {
+			t.Logf("next sequence %d: refused: %v", next, r.Err())
+			continue
+		}
+		p := newPair(t, 5, GenConfig{})
+		p.e = e
+		p.m.nextSeq = next
+		p.run(3000)
+		p.sameState("after a restore with a huge next sequence", p.e)
+	}
 }

@@ -89,7 +89,7 @@ func TestRejectedLeavesStateUnchanged(t *testing.T) {
 	p := newPair(t, 21, GenConfig{InvalidPct: 40, Spread: 3})
 	reasons := map[engine.Reason]int{}
 	ignored := 0
-	for i := 0; i < 40_000; i++ {
+	for i := 0; i < scaled(40_000); i++ {
 		before := p.e.StateHash()
 		var lines []string
 		full := i%20 == 0
@@ -168,11 +168,23 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	if empty.StateHash() != engine.New().StateHash() || empty.StateHash() != NewModel().StateHash() {
 		t.Fatal("empty engine: round trip changes the state hash")
 	}
+	// A source whose mark is 0 (its first command had Seq 0) keeps
+	// ignoring Seq 0 after a round trip.
+	zero := engine.New()
+	def := engine.Command{Kind: engine.CmdDefineInstrument, Source: 7, Seq: 0, Instrument: 1, Tick: 1, Lot: 1, MinPrice: 1, MaxPrice: 9}
+	if evs := zero.Apply(&def); len(evs) == 0 || evs[0].Kind != engine.EvAccepted {
+		t.Fatalf("define on a new source with seq 0: %s", FormatEvents(evs, ""))
+	}
+	zero = restore(t, "seq zero", zero.SnapshotTo)
+	def.Instrument = 2
+	if evs := zero.Apply(&def); len(evs) != 0 {
+		t.Fatalf("seq 0 again after a round trip: %s", FormatEvents(evs, ""))
+	}
 	shapes := []GenConfig{{}, {Deep: true, Instruments: 2, MaxInstruments: 2}, {Spread: 1, Accounts: 2}, {Instruments: 20, Sources: 9}}
 	for i, cfg := range shapes {
 		t.Run(fmt.Sprintf("shape=%d", i), func(t *testing.T) {
 			p := newPair(t, int64(100+i), cfg)
-			p.run(15_000)
+			p.run(scaled(15_000))
 			p.sameState("before snapshot", p.e)
 			fromEngine := restore(t, "engine", p.e.SnapshotTo)
 			fromClone := restore(t, "clone", p.e.Clone().SnapshotTo)
@@ -186,7 +198,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 			}
 			// Go on: every engine must emit the model's events.
 			for k := 0; k < 5; k++ {
-				p.run(3000, fromEngine, fromClone, fromModel)
+				p.run(scaled(3000), fromEngine, fromClone, fromModel)
 				p.sameState("after restore", p.e, fromEngine, fromClone, fromModel)
 			}
 			// Restore again from the restored engine (a second generation).
@@ -209,7 +221,7 @@ func TestCloneIsFrozen(t *testing.T) {
 	}
 	var shots []shot
 	for k := 0; k < 12; k++ {
-		p.run(2500)
+		p.run(scaled(2500))
 		f := p.e.Clone()
 		s := shot{f: f, at: p.n, hash: p.m.StateHash(), lines: Records(p.m.SnapshotTo)}
 		if fh := f.StateHash(); fh != s.hash {
