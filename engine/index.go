@@ -160,14 +160,38 @@ func (x *orderIndex) del(id uint64) {
 	x.n--
 }
 
-// reserve sizes the table for n entries, for a restore that knows its
-// count up front.
-func (x *orderIndex) reserve(n int) {
-	per := n/indexSegments + 1
-	size := per*8/7 + 1
-	for i := range x.seg {
-		if s := &x.seg[i]; len(s.slots) < size {
-			s.resize(size)
-		}
+// indexBatch gathers entries for an empty index, grouped by segment, so
+// that a restore of millions of orders fills the index one segment at a
+// time (a cache-sized table) instead of missing the cache on every order.
+type indexBatch struct {
+	seg [indexSegments][]indexSlot
+}
+
+func (b *indexBatch) reserve(n int) {
+	per := n/indexSegments + n/indexSegments/8 + 16
+	for i := range b.seg {
+		b.seg[i] = make([]indexSlot, 0, per)
 	}
+}
+
+func (b *indexBatch) add(id uint64, l loc) {
+	h := indexHash(id)
+	b.seg[h>>56] = append(b.seg[h>>56], indexSlot{id: id, l: l})
+}
+
+// build fills x, which must be empty, with the batch. It returns the first
+// duplicate id, if any (x then holds an unspecified part of the batch).
+func (b *indexBatch) build(x *orderIndex) (dup uint64, ok bool) {
+	for i := range b.seg {
+		entries := b.seg[i]
+		s := &x.seg[i]
+		s.resize(max(indexMinSlots, len(entries)*8/7+1))
+		for _, e := range entries {
+			if !x.add(e.id, e.l) {
+				return e.id, false
+			}
+		}
+		b.seg[i] = nil
+	}
+	return 0, true
 }

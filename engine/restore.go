@@ -44,6 +44,9 @@ type Restorer struct {
 	run     level
 	runBook *book
 	runSide int
+	// Index entries, inserted at the end in cache-friendly batches.
+	ids      indexBatch
+	lastBook *book
 }
 
 const (
@@ -118,7 +121,7 @@ func (r *Restorer) OnHeader(h Header) error {
 	r.hd = h
 	r.st = New()
 	r.st.nextSeq = h.NextSeq
-	r.st.index.reserve(int(min(h.Orders+h.Triggers, maxPrealloc)))
+	r.ids.reserve(int(min(h.Orders+h.Triggers, maxPrealloc)))
 	r.sum = HashHeader(h.Version, h.NextSeq)
 	r.phase = phaseSources
 	return nil
@@ -166,7 +169,11 @@ func (r *Restorer) OnMark(instrument uint32, tick, lot, minPrice, maxPrice, last
 }
 
 func (r *Restorer) checkOrder(what string, instrument uint32, side Side, orderID uint64, price, qty int64, seq uint64, stp STP) (*book, error) {
-	b := r.st.byID[instrument]
+	b := r.lastBook
+	if b == nil || b.id != instrument {
+		b = r.st.byID[instrument]
+		r.lastBook = b
+	}
 	switch {
 	case b == nil:
 		return nil, r.fail("%s %d: unknown instrument %d", what, orderID, instrument)
@@ -186,10 +193,21 @@ func (r *Restorer) checkOrder(what string, instrument uint32, side Side, orderID
 	return b, nil
 }
 
+// sortsBefore is lessBid or lessAsk by side, without the call through a
+// function value.
+func sortsBefore(side Side, a, b order) bool {
+	if a.px == b.px {
+		return a.sk < b.sk
+	}
+	return (a.px > b.px) == (side == Buy)
+}
+
 // OnResting implements [Sink].
 func (r *Restorer) OnResting(instrument uint32, side Side, orderID, account uint64, price, qty int64, seq uint64, stp STP, post bool) error {
-	if err := r.advance(phaseOrders, "resting order"); err != nil {
-		return err
+	if r.phase != phaseOrders || r.err != nil {
+		if err := r.advance(phaseOrders, "resting order"); err != nil {
+			return err
+		}
 	}
 	if r.n[2] == r.hd.Orders {
 		return r.fail("more than the header's %d resting orders", r.hd.Orders)
@@ -201,13 +219,11 @@ func (r *Restorer) OnResting(instrument uint32, side Side, orderID, account uint
 	si := sideIndex(side)
 	o := order{px: b.ticks(price), acct: r.st.acct(account), sk: packSK(seq, stp, post, side), id: orderID, qty: qty}
 	if r.n[2] > 0 && !(r.prevInst < instrument || (r.prevInst == instrument && (r.prevSide < side ||
-		(r.prevSide == side && b.orders[si].Less(r.prevOrder, o))))) {
+		(r.prevSide == side && sortsBefore(side, r.prevOrder, o))))) {
 		return r.fail("resting order %d out of stream order", orderID)
 	}
 	r.prevInst, r.prevSide, r.prevOrder = instrument, side, o
-	if !r.st.index.add(orderID, loc{sk: o.sk, px: o.px, inst: instrument}) {
-		return r.fail("resting order %d: duplicate order id", orderID)
-	}
+	r.ids.add(orderID, loc{sk: o.sk, px: o.px, inst: instrument})
 	b.orders[si].Load(o) // in stream order: appends to the rightmost leaf
 	r.n[2]++
 	r.sum += HashResting(instrument, side, orderID, account, price, qty, seq, stp, post)
@@ -259,9 +275,7 @@ func (r *Restorer) OnArmedTrigger(instrument uint32, side Side, orderID, account
 		return r.fail("armed trigger %d out of stream order", orderID)
 	}
 	r.prevInst, r.prevSide, r.prevTrigger = instrument, side, t
-	if !r.st.index.add(orderID, loc{sk: t.sk, px: b.ticks(stop), inst: instrument}) {
-		return r.fail("armed trigger %d: duplicate order id", orderID)
-	}
+	r.ids.add(orderID, loc{sk: t.sk, px: b.ticks(stop), inst: instrument})
 	b.triggers[sideIndex(side)].Load(t)
 	r.n[3]++
 	r.sum += HashTrigger(instrument, side, orderID, account, typ, tif, ref, stop, price, qty, seq, stp, post)
@@ -283,6 +297,9 @@ func (r *Restorer) OnEnd(sources, instruments, orders, triggers uint64, stateHas
 	}
 	if stateHash != r.sum {
 		return r.fail("state hash %#016x in end record, %#016x computed", stateHash, r.sum)
+	}
+	if id, ok := r.ids.build(&r.st.index); !ok {
+		return r.fail("order id %d appears twice", id)
 	}
 	for _, b := range r.st.books {
 		bid, okb := b.orders[0].Min()

@@ -13,7 +13,7 @@ import (
 
 var (
 	diffCommands = flag.Int("diff.commands", 1_200_000, "commands TestDifferential runs, spread over its seeds")
-	diffSeeds    = flag.Int("diff.seeds", 10, "seeds (stream shapes) TestDifferential runs")
+	diffSeeds    = flag.Int("diff.seeds", 11, "seeds (stream shapes) TestDifferential runs")
 	diffSeed     = flag.Int64("diff.seed", 1, "first seed of TestDifferential")
 	diffChecked  = flag.Int("diff.checked", 120_000, "commands TestDifferential runs with the engine's structure check after each")
 )
@@ -33,6 +33,7 @@ var diffShapes = []struct {
 	{"many", GenConfig{Instruments: 20, MaxInstruments: 64, Sources: 12, Accounts: 6, WideIDs: true}},
 	{"deep", GenConfig{Deep: true, Instruments: 2, MaxInstruments: 3, Spread: 8}},
 	{"deep-crowded", GenConfig{Deep: true, Instruments: 1, MaxInstruments: 1, Spread: 1, Accounts: 3}},
+	{"accounts", GenConfig{Accounts: 20_000, WideIDs: true, Spread: 3}},
 }
 
 // TestDifferential runs the engine and the model side by side on generated

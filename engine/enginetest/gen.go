@@ -17,8 +17,8 @@ type GenConfig struct {
 	Spread         int // half-width in ticks of the crowded band prices are drawn from (6)
 	InvalidPct     int // percent of deliberately invalid commands, every reject reason (6); -1 for none
 
-	// WideIDs spreads order ids over the whole uint64 range instead of
-	// counting 1, 2, 3, ...
+	// WideIDs spreads order ids and account ids over the whole uint64
+	// range instead of counting 1, 2, 3, ...
 	WideIDs bool
 
 	// Deep grows big books (tens of thousands of orders, deep B-trees):
@@ -244,6 +244,10 @@ func (g *Gen) defineNew(c *engine.Command) {
 	}
 	in.minP = in.centre - bandTicks*in.tick
 	in.maxP = in.centre + bandTicks*in.tick
+	if in.centre < math.MaxInt64/2 && g.chance(20) { // the widest band allowed: 2^32-1 ticks
+		in.minP = in.tick
+		in.maxP = in.tick * (1 << 32)
+	}
 	g.fillDefine(c, in)
 }
 
@@ -311,7 +315,16 @@ func (g *Gen) account() uint64 {
 	if g.chance(20) {
 		return 0
 	}
-	return uint64(1 + g.intn(g.cfg.Accounts))
+	return g.acctOf(1 + g.intn(g.cfg.Accounts))
+}
+
+// acctOf maps account number a (1..Accounts) to its id: a itself, or with
+// WideIDs a value spread over the uint64 range.
+func (g *Gen) acctOf(a int) uint64 {
+	if g.cfg.WideIDs {
+		return uint64(a) * 0x2545F4914F6CDD1D
+	}
+	return uint64(a)
 }
 
 func (g *Gen) stp() engine.STP {
@@ -481,7 +494,7 @@ func (g *Gen) massCancel(c *engine.Command) {
 	switch r := g.intn(100); {
 	case r < 55:
 		c.Instrument = g.pickInst().id
-		c.Account = uint64(1 + g.intn(g.cfg.Accounts))
+		c.Account = g.acctOf(1 + g.intn(g.cfg.Accounts))
 	case r < 70:
 		c.Instrument = g.pickInst().id
 	case r < 98:
@@ -573,7 +586,7 @@ func (g *Gen) invalid(c *engine.Command) {
 		def.id = g.unusedInstID()
 		def.tick, def.lot = 5, 10
 		def.minP, def.maxP = 1000, 2000
-		switch g.intn(7) {
+		switch g.intn(8) {
 		case 0:
 			def.id = 0
 		case 1:
@@ -588,6 +601,8 @@ func (g *Gen) invalid(c *engine.Command) {
 			def.minP += 2
 		case 6:
 			def.maxP += 3
+		case 7: // a band of 2^32 ticks: one too many
+			def.maxP = def.minP + def.tick*(1<<32)
 		}
 		g.fillDefine(c, &def)
 	case 7:

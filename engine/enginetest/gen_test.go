@@ -94,6 +94,9 @@ func (st *genStats) String() string {
 // order type, TIF, STP mode, every reject reason and every cancel reason,
 // with crowded levels and trigger chains.
 func TestGenCoverage(t *testing.T) {
+	if raceEnabled {
+		t.Skip("single-goroutine generator statistics: nothing for the race detector")
+	}
 	st := runGenStats(1, 200_000, GenConfig{})
 	t.Logf("\n%s", st)
 	for r := engine.RejUnknownInstrument; r <= engine.RejNoChange; r++ {
@@ -127,8 +130,22 @@ func TestGenCoverage(t *testing.T) {
 	if st.ignored == 0 {
 		t.Error("no resent command")
 	}
-	if st.maxCount < 20 {
+	if st.maxCount < 10 {
 		t.Errorf("levels not crowded: at most %d orders", st.maxCount)
+	}
+	for _, c := range []struct {
+		cfg      GenConfig
+		crowd    int64
+		minOrder int
+	}{
+		{GenConfig{Spread: 2}, 20, 200},
+		{GenConfig{Deep: true, Instruments: 1, MaxInstruments: 1, Spread: 1}, 300, 1000},
+		{GenConfig{Deep: true, Instruments: 2, MaxInstruments: 2, Spread: 8}, 100, 5000},
+	} {
+		st := runGenStats(2, 60_000, c.cfg)
+		if st.maxCount < c.crowd || st.maxBook < c.minOrder {
+			t.Errorf("%+v: at most %d orders at a level, %d in the books", c.cfg, st.maxCount, st.maxBook)
+		}
 	}
 	if st.deepFired == 0 {
 		t.Error("no trigger chain")
