@@ -51,7 +51,7 @@ func TestDifferential(t *testing.T) {
 		shape := diffShapes[i%len(diffShapes)]
 		t.Run(fmt.Sprintf("seed=%d/%s", seed, shape.name), func(t *testing.T) {
 			start := time.Now()
-			res, err := RunDiff(seed, per, DiffOptions{Gen: shape.cfg, HashEvery: 997})
+			res, err := RunDiff(seed, per, DiffOptions{Gen: shape.cfg, HashEvery: 997, RestoreEvery: 50_021, CloneEvery: 20_011})
 			reportDiff(t, res, err, start)
 		})
 	}

@@ -1,17 +1,8 @@
-// Package enginetest checks the matching engine against an independent,
-// deliberately naive model of the same specification (engine/doc.go,
-// engine/types.go, engine/record.go, engine/hash.go).
+// Interpretations of the specification (engine/doc.go, types.go, record.go).
 //
-// [Model] keeps each book as sorted slices and finds everything by linear
-// scans; [Gen] produces seeded random command streams; [RunDiff] feeds one
-// stream to an [engine.Engine] and to a [Model] and stops at the first
-// difference in events or state hash.
-//
-// # Interpretations of the specification
-//
-// Where doc.go leaves a choice open, the model decides as follows (the
-// engine is expected to agree; each point is also covered by the random
-// stream or by a scenario test):
+// Where the specification leaves a choice open, the model decides as
+// follows; the engine agrees (TestDifferential, TestEngineScenarios), and
+// each point is covered by the random stream or a scenario test:
 //
 //  1. Idempotence: a Source without a high-water mark accepts any Seq,
 //     including 0; afterwards its mark is that Seq. Source 0 is an ordinary
@@ -73,7 +64,12 @@
 //     accepted.
 //  14. MarkPrice checks price ≤ 0 and tick only, not the band. A trade sets
 //     the last trade price, never the mark.
-//  15. DefineInstrument: MaxPrice == MinPrice is a valid (one-price) band.
+//  15. DefineInstrument: MaxPrice == MinPrice is a valid (one-price) band;
+//     a band of exactly 2^32-1 ticks is valid, one more tick is not.
+//  16. Quantities: Qty ≤ 0, above [engine.MaxQty] or off lot is
+//     bad_quantity, for new orders and modifies alike (added to doc.go
+//     after level totals were found to overflow int64 with huge orders).
+
 package enginetest
 
 import (

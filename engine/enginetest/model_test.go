@@ -1,6 +1,7 @@
 package enginetest
 
 import (
+	"math"
 	"regexp"
 	"strconv"
 	"strings"
@@ -522,6 +523,12 @@ func testRejects(t *testing.T, a applier) {
 		release inst=5`)
 	s.expect(def(5, 2, 1, 10, 10), `accepted inst=5 id=0
 		release inst=5`)
+	s.expect(def(8, 3, 1, 3, 3+3*(1<<32)), `rejected inst=8 id=0 reason=bad_instrument
+		release inst=8`)
+	s.expect(def(8, 3, 1, 3, 3+3*(1<<32-1)), `accepted inst=8 id=0
+		release inst=8`)
+	s.expect(def(9, 1, 1, math.MaxInt64-5, math.MaxInt64), `accepted inst=9 id=0
+		release inst=9`)
 	s.do(def(6, 5, 10, 100, 200))
 	on6 := func(c engine.Command) engine.Command { c.Instrument = 6; return c }
 	bad := func(c engine.Command, reason string) {
