@@ -1,7 +1,7 @@
 package engine
 
 import (
-	"github.com/tidwall/btree"
+	"github.com/google/btree"
 )
 
 // treeDegree is the B-tree degree of every tree: nodes hold up to
@@ -132,8 +132,20 @@ func lessSellTrigger(a, b trigger) bool {
 	return a.sk < b.sk
 }
 
-func newTree[T any](less func(a, b T) bool) *btree.BTreeG[T] {
-	return btree.NewBTreeGOptions(less, btree.Options{Degree: treeDegree, NoLocks: true})
+// freeLists recycle tree nodes across every book of an engine, so steady
+// state inserts and deletes allocate nothing.
+type freeLists struct {
+	orders   *btree.FreeListG[order]
+	levels   *btree.FreeListG[*level]
+	triggers *btree.FreeListG[trigger]
+}
+
+func newFreeLists() *freeLists {
+	return &freeLists{
+		orders:   btree.NewFreeListG[order](1024),
+		levels:   btree.NewFreeListG[*level](256),
+		triggers: btree.NewFreeListG[trigger](64),
+	}
 }
 
 // book is one instrument: its definition, reference prices and trees. Index
@@ -153,13 +165,22 @@ type book struct {
 	lmap     [2]map[int64]*level // the writer's; nil in frozen views
 }
 
-func newBook(id uint32, tick, lot, minPrice, maxPrice int64) *book {
+func newBook(id uint32, tick, lot, minPrice, maxPrice int64, fl *freeLists) *book {
 	return &book{
 		id: id, tick: tick, lot: lot, minPrice: minPrice, maxPrice: maxPrice,
-		orders:   [2]*btree.BTreeG[order]{newTree(lessBid), newTree(lessAsk)},
-		levels:   [2]*btree.BTreeG[*level]{newTree(lessBidLevel), newTree(lessAskLevel)},
-		triggers: [2]*btree.BTreeG[trigger]{newTree(lessBuyTrigger), newTree(lessSellTrigger)},
-		lmap:     [2]map[int64]*level{make(map[int64]*level), make(map[int64]*level)},
+		orders: [2]*btree.BTreeG[order]{
+			btree.NewWithFreeListG(treeDegree, lessBid, fl.orders),
+			btree.NewWithFreeListG(treeDegree, lessAsk, fl.orders),
+		},
+		levels: [2]*btree.BTreeG[*level]{
+			btree.NewWithFreeListG(treeDegree, lessBidLevel, fl.levels),
+			btree.NewWithFreeListG(treeDegree, lessAskLevel, fl.levels),
+		},
+		triggers: [2]*btree.BTreeG[trigger]{
+			btree.NewWithFreeListG(treeDegree, lessBuyTrigger, fl.triggers),
+			btree.NewWithFreeListG(treeDegree, lessSellTrigger, fl.triggers),
+		},
+		lmap: [2]map[int64]*level{make(map[int64]*level), make(map[int64]*level)},
 	}
 }
 
@@ -168,9 +189,9 @@ func (b *book) clone() *book {
 	c := *b
 	c.lmap = [2]map[int64]*level{}
 	for i := range 2 {
-		c.orders[i] = b.orders[i].Copy()
-		c.levels[i] = b.levels[i].Copy()
-		c.triggers[i] = b.triggers[i].Copy()
+		c.orders[i] = b.orders[i].Clone()
+		c.levels[i] = b.levels[i].Clone()
+		c.triggers[i] = b.triggers[i].Clone()
 	}
 	return &c
 }
@@ -228,13 +249,13 @@ func (b *book) addLevel(p *levelPool, si int, price, dq, dc int64) level {
 	case l == nil:
 		l = p.get(price)
 		b.lmap[si][price] = l
-		b.levels[si].Set(l)
+		b.levels[si].ReplaceOrInsert(l)
 	case l.epoch != p.epoch:
 		c := p.get(price)
 		c.qty, c.count = l.qty, l.count
 		l = c
 		b.lmap[si][price] = l
-		b.levels[si].Set(l)
+		b.levels[si].ReplaceOrInsert(l)
 	}
 	l.qty += dq
 	l.count += dc

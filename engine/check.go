@@ -67,7 +67,7 @@ func (e *Engine) checkSide(b *book, si int) (int, error) {
 				b.id, side, cur.price, l, b.lmap[si][cur.price] == l, cur)
 		}
 	}
-	b.orders[si].Scan(func(o order) bool {
+	b.orders[si].Ascend(func(o order) bool {
 		switch {
 		case n > 0 && !less(prev, o):
 			err = fmt.Errorf("engine: instrument %d %s: order %d not after order %d", b.id, side, o.id, prev.id)
@@ -98,7 +98,7 @@ func (e *Engine) checkSide(b *book, si int) (int, error) {
 		return 0, err
 	}
 	var total int64
-	levels.Scan(func(l *level) bool {
+	levels.Ascend(func(l *level) bool {
 		if l.count <= 0 || l.qty <= 0 {
 			err = fmt.Errorf("engine: instrument %d %s: empty level %+v", b.id, side, l)
 			return false
@@ -119,7 +119,7 @@ func (e *Engine) checkTriggers(b *book, si int) (int, error) {
 	side := Side(si + 1)
 	var err error
 	n := 0
-	b.triggers[si].Scan(func(t trigger) bool {
+	b.triggers[si].Ascend(func(t trigger) bool {
 		c := Command{Type: t.typ, TIF: t.tif, Ref: t.ref, Post: t.post()}
 		if (t.typ != Stop && t.typ != StopLimit) || !validType(&c) || b.checkPrice(t.stop) != ReasonNone || t.qty <= 0 || t.qty%b.lot != 0 {
 			err = fmt.Errorf("engine: instrument %d %s: invalid trigger %+v", b.id, side, t)

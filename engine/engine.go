@@ -38,6 +38,7 @@ type Engine struct {
 	byID    map[uint32]*book
 	index   orderIndex
 	hwm     map[uint64]uint64
+	fl      *freeLists
 	accts   []uint64          // dense account number → account
 	acctNo  map[uint64]uint32 // account → dense account number
 	nextSeq uint64
@@ -57,6 +58,7 @@ func New() *Engine {
 	return &Engine{
 		byID:    make(map[uint32]*book),
 		hwm:     make(map[uint64]uint64),
+		fl:      newFreeLists(),
 		acctNo:  make(map[uint64]uint32),
 		nextSeq: 1,
 		lp:      levelPool{epoch: 1},
@@ -97,7 +99,7 @@ func (e *Engine) Depth(instrument uint32, side Side, n int, dst []Level) []Level
 	if b == nil || (side != Buy && side != Sell) || n <= 0 {
 		return dst
 	}
-	b.levels[sideIndex(side)].Scan(func(l *level) bool {
+	b.levels[sideIndex(side)].Ascend(func(l *level) bool {
 		dst = append(dst, Level{Price: l.price, Qty: l.qty, Count: l.count})
 		n--
 		return n > 0
@@ -195,7 +197,7 @@ func (e *Engine) defineInstrument(c *Command) Reason {
 	case !validInstrument(c.Tick, c.Lot, c.MinPrice, c.MaxPrice):
 		return RejBadInstrument
 	}
-	e.addBook(newBook(c.Instrument, c.Tick, c.Lot, c.MinPrice, c.MaxPrice))
+	e.addBook(newBook(c.Instrument, c.Tick, c.Lot, c.MinPrice, c.MaxPrice, e.fl))
 	e.accept(0)
 	return ReasonNone
 }
@@ -292,7 +294,7 @@ func (e *Engine) newOrder(c *Command) Reason {
 		}
 		t := trigger{stop: c.Stop, sk: triggerSK(seq, c.STP, c.Post, c.Side, c.Ref), id: c.OrderID, account: c.Account,
 			price: price, qty: c.Qty, typ: c.Type, tif: c.TIF, ref: c.Ref}
-		b.triggers[sideIndex(c.Side)].Set(t)
+		b.triggers[sideIndex(c.Side)].ReplaceOrInsert(t)
 		e.index.put(c.OrderID, loc{sk: t.sk, px: b.ticks(c.Stop), inst: b.id})
 	default:
 		tk := e.newTaker(b, c.Side, c.Type == Market, c.TIF, c.Price,
@@ -383,11 +385,11 @@ func (e *Engine) modify(c *Command) Reason {
 	o, _ := b.orders[si].Delete(order{px: l.px, sk: l.sk})
 	price := b.price(o.px)
 	if c.Price == price && c.Qty == o.qty {
-		b.orders[si].Set(o)
+		b.orders[si].ReplaceOrInsert(o)
 		return RejNoChange
 	}
 	if o.post() && c.Price != price && b.wouldCross(side, c.Price) {
-		b.orders[si].Set(o)
+		b.orders[si].ReplaceOrInsert(o)
 		return RejPostOnlyWouldCross
 	}
 	e.accept(c.OrderID)
@@ -395,7 +397,7 @@ func (e *Engine) modify(c *Command) Reason {
 	if c.Price == price && c.Qty < o.qty {
 		e.changeLevel(b, side, price, c.Qty-o.qty, 0)
 		o.qty = c.Qty
-		b.orders[si].Set(o)
+		b.orders[si].ReplaceOrInsert(o)
 		return ReasonNone
 	}
 	// The index entry stays while the order matches as a taker (only makers
@@ -429,7 +431,7 @@ func (e *Engine) massCancelBook(b *book, account uint64) {
 	for si := range 2 {
 		side := Side(si + 1)
 		e.scratch = e.scratch[:0]
-		b.orders[si].Scan(func(o order) bool {
+		b.orders[si].Ascend(func(o order) bool {
 			if account == 0 || (known && o.acct == acct) {
 				e.scratch = append(e.scratch, o)
 			}
@@ -443,7 +445,7 @@ func (e *Engine) massCancelBook(b *book, account uint64) {
 	}
 	for si := range 2 {
 		e.tscr = e.tscr[:0]
-		b.triggers[si].Scan(func(t trigger) bool {
+		b.triggers[si].Ascend(func(t trigger) bool {
 			if account == 0 || t.account == account {
 				e.tscr = append(e.tscr, t)
 			}

@@ -9,11 +9,11 @@ import "math/bits"
 //
 // Layout: 256 segments chosen by the hash's top byte; each segment is a
 // linear-probing array of 24-byte slots (id 0, never a valid order id,
-// marks an empty slot) whose length need not be a power of two. A segment
-// grows by half when it is 7/8 full, so the table stays between about 58%
-// and 88% full, and a growth rehashes only that segment (1/256 of the
-// entries): no stop-the-world rehash of millions of orders on the matching
-// path. Deletion shifts the following run back, so there are no tombstones
+// marks an empty slot) whose length need not be a power of two. A large
+// segment grows by half when it is 7/8 full, so a big table stays between
+// about 58% and 88% full, and a growth rehashes only that segment (1/256 of
+// the entries): no stop-the-world rehash of millions of orders on the
+// matching path. Deletion shifts the following run back, so there are no tombstones
 // and probe runs stay short.
 type orderIndex struct {
 	seg [indexSegments]indexSeg
@@ -22,7 +22,13 @@ type orderIndex struct {
 
 const (
 	indexSegments = 256
-	indexMinSlots = 8
+	// A segment starts at indexMinSlots slots and doubles while it is
+	// small: a small book's per-segment counts wander (a few entries each,
+	// with a long tail), and headroom there costs little while it keeps a
+	// steady-state engine from growing a segment every few thousand orders.
+	// Past indexSmallSlots it grows by half, to keep big tables dense.
+	indexMinSlots   = 32
+	indexSmallSlots = 1024
 )
 
 type indexSlot struct {
@@ -105,7 +111,16 @@ func (x *orderIndex) set(id uint64, l loc, replace bool) bool {
 }
 
 func (s *indexSeg) grow() {
-	s.resize(max(indexMinSlots, len(s.slots)+len(s.slots)/2))
+	n := len(s.slots)
+	switch {
+	case n == 0:
+		n = indexMinSlots
+	case n < indexSmallSlots:
+		n *= 2
+	default:
+		n += n / 2
+	}
+	s.resize(n)
 }
 
 func (s *indexSeg) resize(size int) {

@@ -64,7 +64,7 @@ func (e *Engine) cancelTaker(b *book, t *taker, why Reason) {
 
 func (e *Engine) rest(b *book, t *taker) {
 	si := sideIndex(t.side)
-	b.orders[si].Set(t.o)
+	b.orders[si].ReplaceOrInsert(t.o)
 	e.index.put(t.o.id, loc{sk: t.o.sk, px: t.o.px, inst: b.id})
 	e.changeLevel(b, t.side, t.limit, t.o.qty, 1)
 }
@@ -86,7 +86,7 @@ func (e *Engine) match(b *book, t *taker) (stopped bool) {
 			case STPCancelNewest:
 				return true
 			case STPCancelOldest, STPCancelBoth:
-				tree.PopMin()
+				tree.DeleteMin()
 				e.removed(b, ms, &m, m.qty, CxlSelfTrade)
 				if stp == STPCancelBoth {
 					return true
@@ -119,11 +119,11 @@ func (e *Engine) reduceMaker(b *book, ms Side, m *order, q int64) {
 	msi := sideIndex(ms)
 	m.qty -= q
 	if m.qty == 0 {
-		b.orders[msi].PopMin()
+		b.orders[msi].DeleteMin()
 		e.index.del(m.id)
 		e.changeLevel(b, ms, b.price(m.px), -q, -1)
 	} else {
-		b.orders[msi].Set(*m)
+		b.orders[msi].ReplaceOrInsert(*m)
 		e.changeLevel(b, ms, b.price(m.px), -q, 0)
 	}
 }
@@ -137,7 +137,7 @@ func (e *Engine) fillable(b *book, t *taker) bool {
 	need := t.o.qty
 	stp := t.o.stp()
 	if stp == STPNone {
-		b.levels[msi].Scan(func(l *level) bool {
+		b.levels[msi].Ascend(func(l *level) bool {
 			if !t.market && !crosses(t.side, t.limit, l.price) {
 				return false
 			}
@@ -147,7 +147,7 @@ func (e *Engine) fillable(b *book, t *taker) bool {
 		return need <= 0
 	}
 	ok := false
-	b.orders[msi].Scan(func(m order) bool {
+	b.orders[msi].Ascend(func(m order) bool {
 		if !t.reaches(m.px) {
 			return false
 		}
@@ -211,7 +211,7 @@ func (e *Engine) nextTrigger(b *book) (si int, best trigger, found bool) {
 			if s == 1 {
 				pivot.stop = math.MaxInt64
 			}
-			b.triggers[s].Ascend(pivot, func(t trigger) bool {
+			b.triggers[s].AscendGreaterOrEqual(pivot, func(t trigger) bool {
 				if t.ref != ref || (s == 0 && t.stop > p) || (s == 1 && t.stop < p) {
 					return false
 				}

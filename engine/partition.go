@@ -1,14 +1,18 @@
 package engine
 
-// The resting-order stream is a run of segments, one per (instrument, side)
-// in stream order. Every side tree keeps subtree counts, so the order at any
-// rank of a segment is found in O(log n): partitions are cut by rank,
-// exactly, without walking a single order.
+import "math"
 
-// pos is a place in the resting-order stream: segment seg, rank within it.
-type pos struct {
-	seg  int
-	rank int
+// The resting-order stream is a run of segments, one per (instrument, side)
+// in stream order. A cut is a point in that run: a segment and the first key
+// at or after which the next partition starts. Partitions are the ranges
+// between consecutive cuts, so whatever the cut keys are, reading the
+// partitions in order reads every order exactly once, in stream order.
+
+type cut struct {
+	seg int   // segment index: book*2 + side index
+	key order // first key of the partition in seg (price, sk)
+	// whole means the partition starts at the beginning of seg.
+	whole bool
 }
 
 // Partition is one ordered slice of a frozen book's resting-order stream.
@@ -17,31 +21,20 @@ type pos struct {
 // may be emitted on any goroutine.
 type Partition struct {
 	st       *state
-	from, to pos // to is exclusive
-	// Len is the number of orders in the partition.
-	Len uint64
+	from, to cut // to is exclusive; to.seg == len(segments) means the end
+	// Estimate is the approximate number of orders in the partition.
+	Estimate uint64
 }
 
 func (s *state) segments() int { return 2 * len(s.books) }
 
 func (s *state) seg(i int) (*book, int) { return s.books[i/2], i % 2 }
 
-// at returns the stream position of global rank r (r ≤ total).
-func (s *state) at(r uint64) pos {
-	for i := 0; i < s.segments(); i++ {
-		b, side := s.seg(i)
-		n := uint64(b.orders[side].Len())
-		if r < n {
-			return pos{seg: i, rank: int(r)}
-		}
-		r -= n
-	}
-	return pos{seg: s.segments()}
-}
-
-// Partitions cuts the view's resting orders into min(n, orders) ordered
-// partitions whose sizes differ by at most one. Cutting costs O(n · (log
-// orders + segments)), never a walk of orders. An empty book gives none.
+// Partitions cuts the view's resting orders into at most n ordered
+// partitions of about equal size. Cuts are found from the level totals, so
+// cutting costs O(levels), never a walk of orders; a level larger than a
+// partition is cut inside by interpolating arrival sequences between its
+// first and last order. An empty book gives no partitions.
 func (f *Frozen) Partitions(n int) []Partition {
 	st := &f.st
 	total, _ := st.counts()
@@ -51,48 +44,118 @@ func (f *Frozen) Partitions(n int) []Partition {
 	if uint64(n) > total {
 		n = int(total)
 	}
-	parts := make([]Partition, n)
-	for k := range parts {
-		lo, hi := total*uint64(k)/uint64(n), total*uint64(k+1)/uint64(n)
-		parts[k] = Partition{st: st, from: st.at(lo), to: st.at(hi), Len: hi - lo}
+	target := (total + uint64(n) - 1) / uint64(n)
+	cuts := []cut{{seg: 0, whole: true}}
+	estimates := []uint64{}
+	var acc uint64 // orders in the current partition so far
+	for si := 0; si < st.segments() && len(cuts) < n; si++ {
+		b, side := st.seg(si)
+		b.levels[side].Ascend(func(l *level) bool {
+			cnt := uint64(l.count)
+			var used uint64 // orders of this level already placed before a cut
+			for acc+cnt-used > target && len(cuts) < n {
+				take := target - acc
+				if used+take == 0 {
+					cuts = append(cuts, cut{seg: si, key: order{px: b.ticks(l.price)}})
+					estimates = append(estimates, acc)
+					acc = 0
+					continue
+				}
+				k, ok := levelCutKey(b, side, l, used+take)
+				if last := cuts[len(cuts)-1]; !ok || (last.seg == si && !last.whole && last.key == k) {
+					break
+				}
+				cuts = append(cuts, cut{seg: si, key: k})
+				estimates = append(estimates, acc+take)
+				acc = 0
+				used += take
+			}
+			acc += cnt - used
+			return len(cuts) < n
+		})
+	}
+	estimates = append(estimates, total-sum(estimates))
+	parts := make([]Partition, len(cuts))
+	for i := range cuts {
+		to := cut{seg: st.segments(), whole: true}
+		if i+1 < len(cuts) {
+			to = cuts[i+1]
+		}
+		parts[i] = Partition{st: st, from: cuts[i], to: to, Estimate: estimates[i]}
 	}
 	return parts
 }
 
-// Emit streams the partition's orders to s (nil: only count and hash) in
-// stream order and returns how many it emitted and the wrapping sum of
-// their record hashes (see [Frozen.NonOrderHash]).
+func sum(xs []uint64) uint64 {
+	var s uint64
+	for _, x := range xs {
+		s += x
+	}
+	return s
+}
+
+// levelCutKey picks the key that leaves about take of the level's orders
+// before it, by interpolating between the arrival sequences of the level's
+// first and last orders. It reports false when the level cannot be cut.
+func levelCutKey(b *book, side int, l *level, take uint64) (order, bool) {
+	t := b.orders[side]
+	var lo, hi uint64
+	found := false
+	px := b.ticks(l.price)
+	t.AscendGreaterOrEqual(order{px: px}, func(o order) bool {
+		lo, found = o.seq(), o.px == px
+		return false
+	})
+	if !found {
+		return order{}, false
+	}
+	t.DescendLessOrEqual(order{px: px, sk: math.MaxUint64}, func(o order) bool {
+		hi = o.seq()
+		return false
+	})
+	if hi <= lo+1 {
+		return order{}, false
+	}
+	seq := lo + uint64(float64(hi-lo)*float64(take)/float64(l.count))
+	if seq <= lo {
+		seq = lo + 1
+	}
+	if seq > hi {
+		seq = hi
+	}
+	return order{px: px, sk: seq << skSeqPos}, true
+}
+
+// Emit streams the partition's orders to s in stream order and returns how
+// many it emitted and the wrapping sum of their record hashes (see
+// [Frozen.NonOrderHash]).
 func (p Partition) Emit(s RestingSink) (count, hashSum uint64, err error) {
 	if p.st == nil {
 		return 0, 0, nil
 	}
 	w := emitter{rs: s, accts: p.st.accts}
+	fn := w.resting
 	for si := p.from.seg; si <= p.to.seg && si < p.st.segments(); si++ {
 		b, side := p.st.seg(si)
-		t := b.orders[side]
-		start, end := 0, t.Len()
-		if si == p.from.seg {
-			start = p.from.rank
-		}
-		if si == p.to.seg {
-			end = p.to.rank
-		}
-		if start >= end {
-			continue
-		}
 		w.b, w.side = b, Side(side+1)
-		if start == 0 && end == t.Len() {
-			t.Walk(w.restingRun)
-		} else {
-			first, _ := t.GetAt(start)
-			left := end - start
-			t.Ascend(first, func(o order) bool {
-				left--
-				return w.resting(o) && left > 0
-			})
+		t := b.orders[side]
+		startWhole := si != p.from.seg || p.from.whole
+		endWhole := si != p.to.seg || p.to.whole
+		switch {
+		case startWhole && endWhole:
+			t.Ascend(fn)
+		case startWhole:
+			t.AscendLessThan(p.to.key, fn)
+		case endWhole:
+			t.AscendGreaterOrEqual(p.from.key, fn)
+		default:
+			t.AscendRange(p.from.key, p.to.key, fn)
 		}
 		if w.err != nil {
 			return w.n, w.sum, w.err
+		}
+		if si == p.to.seg && !p.to.whole {
+			break
 		}
 	}
 	return w.n, w.sum, nil

@@ -120,6 +120,7 @@ func (r *Restorer) OnHeader(h Header) error {
 	const maxPrealloc = 1 << 26
 	r.hd = h
 	r.st = New()
+	r.st.fl = r.e.fl
 	r.st.nextSeq = h.NextSeq
 	r.ids.reserve(int(min(h.Orders+h.Triggers, maxPrealloc)))
 	r.sum = HashHeader(h.Version, h.NextSeq)
@@ -160,7 +161,7 @@ func (r *Restorer) OnMark(instrument uint32, tick, lot, minPrice, maxPrice, last
 		return r.fail("instrument %d after instrument %d", instrument, r.st.books[n-1].id)
 	}
 	r.n[1]++
-	b := newBook(instrument, tick, lot, minPrice, maxPrice)
+	b := newBook(instrument, tick, lot, minPrice, maxPrice, r.st.fl)
 	b.lastTrade, b.mark = lastTrade, mark
 	r.st.books = append(r.st.books, b)
 	r.st.byID[instrument] = b
@@ -202,6 +203,13 @@ func sortsBefore(side Side, a, b order) bool {
 	return (a.px > b.px) == (side == Buy)
 }
 
+func triggerSortsBefore(side Side, a, b trigger) bool {
+	if side == Buy {
+		return lessBuyTrigger(a, b)
+	}
+	return lessSellTrigger(a, b)
+}
+
 // OnResting implements [Sink].
 func (r *Restorer) OnResting(instrument uint32, side Side, orderID, account uint64, price, qty int64, seq uint64, stp STP, post bool) error {
 	if r.phase != phaseOrders || r.err != nil {
@@ -224,7 +232,7 @@ func (r *Restorer) OnResting(instrument uint32, side Side, orderID, account uint
 	}
 	r.prevInst, r.prevSide, r.prevOrder = instrument, side, o
 	r.ids.add(orderID, loc{sk: o.sk, px: o.px, inst: instrument})
-	b.orders[si].Load(o) // in stream order: appends to the rightmost leaf
+	b.orders[si].ReplaceOrInsert(o) // in stream order: appends to the rightmost leaf
 	r.n[2]++
 	r.sum += HashResting(instrument, side, orderID, account, price, qty, seq, stp, post)
 	if r.runBook == b && r.runSide == si && r.run.price == price {
@@ -247,7 +255,7 @@ func (r *Restorer) flushRun() {
 	l := r.e.lp.get(r.run.price)
 	l.qty, l.count = r.run.qty, r.run.count
 	r.runBook.lmap[r.runSide][l.price] = l
-	r.runBook.levels[r.runSide].Load(l)
+	r.runBook.levels[r.runSide].ReplaceOrInsert(l)
 	r.runBook = nil
 }
 
@@ -271,12 +279,12 @@ func (r *Restorer) OnArmedTrigger(instrument uint32, side Side, orderID, account
 	}
 	t := trigger{stop: stop, sk: triggerSK(seq, stp, post, side, ref), id: orderID, account: account, price: price, qty: qty, typ: typ, tif: tif, ref: ref}
 	if r.n[3] > 0 && !(r.prevInst < instrument || (r.prevInst == instrument && (r.prevSide < side ||
-		(r.prevSide == side && b.triggers[sideIndex(side)].Less(r.prevTrigger, t))))) {
+		(r.prevSide == side && triggerSortsBefore(side, r.prevTrigger, t))))) {
 		return r.fail("armed trigger %d out of stream order", orderID)
 	}
 	r.prevInst, r.prevSide, r.prevTrigger = instrument, side, t
 	r.ids.add(orderID, loc{sk: t.sk, px: b.ticks(stop), inst: instrument})
-	b.triggers[sideIndex(side)].Load(t)
+	b.triggers[sideIndex(side)].ReplaceOrInsert(t)
 	r.n[3]++
 	r.sum += HashTrigger(instrument, side, orderID, account, typ, tif, ref, stop, price, qty, seq, stp, post)
 	return nil

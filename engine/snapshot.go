@@ -38,17 +38,6 @@ type emitter struct {
 	err   error
 }
 
-// restingRun emits a run of orders: a B-tree node's items, as Walk hands
-// them over.
-func (w *emitter) restingRun(os []order) bool {
-	for i := range os {
-		if !w.resting(os[i]) {
-			return false
-		}
-	}
-	return true
-}
-
 func (w *emitter) resting(o order) bool {
 	w.n++
 	price, account := w.b.price(o.px), w.accts[o.acct]
@@ -101,12 +90,12 @@ func (s *state) emit(sink Sink) (uint64, error) {
 			}
 		}
 	}
-	resting := w.restingRun
+	resting := w.resting
 	for _, b := range s.books {
 		w.b = b
 		for si := range 2 {
 			w.side = Side(si + 1)
-			b.orders[si].Walk(resting)
+			b.orders[si].Ascend(resting)
 			if w.err != nil {
 				return 0, w.err
 			}
@@ -117,7 +106,7 @@ func (s *state) emit(sink Sink) (uint64, error) {
 		w.b = b
 		for si := range 2 {
 			w.side = Side(si + 1)
-			b.triggers[si].Scan(trig)
+			b.triggers[si].Ascend(trig)
 			if w.err != nil {
 				return 0, w.err
 			}
@@ -216,7 +205,7 @@ func (f *Frozen) NonOrderHash() uint64 {
 		w.b = b
 		for si := range 2 {
 			w.side = Side(si + 1)
-			b.triggers[si].Scan(trig)
+			b.triggers[si].Ascend(trig)
 		}
 	}
 	return w.sum
