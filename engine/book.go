@@ -6,7 +6,7 @@ import (
 
 // treeDegree is the B-tree degree of every tree: nodes hold up to
 // 2*treeDegree-1 items, stored by value, so a walk reads contiguous memory.
-const treeDegree = 32
+const treeDegree = 64
 
 // order is a resting order as stored in a side tree, by value, in 32
 // bytes: the price as a tick count above the instrument's band floor, the

@@ -125,17 +125,17 @@ func m(fs ...field) mask {
 // orders, price, stop and ref also depend on the order type: see
 // [orderFields].
 var (
-	common   = m(fCmd, fSource, fSeq, fTime, fInstrument)
-	required = m(fCmd, fSource, fSeq, fTime)
+	commonFields   = m(fCmd, fSource, fSeq, fTime, fInstrument)
+	alwaysRequired = m(fCmd, fSource, fSeq, fTime)
 
 	kindFields = [...]struct{ allowed, required mask }{
-		engine.CmdDefineInstrument: {common | m(fTick, fLot, fMinPrice, fMaxPrice), common | m(fTick, fLot, fMinPrice, fMaxPrice)},
-		engine.CmdNewOrder: {common | m(fOrderID, fAccount, fSide, fType, fTIF, fSTP, fPostOnly, fRef, fPrice, fStop, fQty),
-			common | m(fOrderID, fSide, fQty)},
-		engine.CmdCancel:     {common | m(fOrderID), common | m(fOrderID)},
-		engine.CmdModify:     {common | m(fOrderID, fPrice, fQty), common | m(fOrderID, fPrice, fQty)},
-		engine.CmdMassCancel: {common | m(fAccount), required},
-		engine.CmdMarkPrice:  {common | m(fPrice), common | m(fPrice)},
+		engine.CmdDefineInstrument: {commonFields | m(fTick, fLot, fMinPrice, fMaxPrice), commonFields | m(fTick, fLot, fMinPrice, fMaxPrice)},
+		engine.CmdNewOrder: {commonFields | m(fOrderID, fAccount, fSide, fType, fTIF, fSTP, fPostOnly, fRef, fPrice, fStop, fQty),
+			commonFields | m(fOrderID, fSide, fQty)},
+		engine.CmdCancel:     {commonFields | m(fOrderID), commonFields | m(fOrderID)},
+		engine.CmdModify:     {commonFields | m(fOrderID, fPrice, fQty), commonFields | m(fOrderID, fPrice, fQty)},
+		engine.CmdMassCancel: {commonFields | m(fAccount), alwaysRequired},
+		engine.CmdMarkPrice:  {commonFields | m(fPrice), commonFields | m(fPrice)},
 	}
 )
 
