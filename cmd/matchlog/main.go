@@ -1,0 +1,106 @@
+// Command matchlog is matchlog's command-line tool: one binary, one verb per
+// job. Run `matchlog help` for the list.
+//
+// The verbs only parse flags and wire packages together; the work lives in
+// the packages they call (internal/scenario, engine/enginetest, bench).
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+)
+
+// verb is one subcommand. Its run function gets the arguments after the
+// verb's name.
+type verb struct {
+	name    string
+	usage   string // the verb as help shows it
+	summary string
+	run     func(args []string, stdout, stderr io.Writer) error
+}
+
+// verbs lists the subcommands in the order help shows them. It is filled in
+// init because help refers to it.
+var verbs []verb
+
+func init() {
+	verbs = []verb{
+		{"engine", "engine run", "replay commands (JSON lines) through the engine, write its events", runEngine},
+		{"difftest", "difftest", "run the B-tree engine and the model side by side on a seeded random stream", runDifftest},
+		{"bench", "bench engine", "measure the engine: command mix, depth, heap, clone, restore", func(args []string, _, _ io.Writer) error { return runBench(args) }},
+		{"help", "help", "show this list", func(_ []string, stdout, _ io.Writer) error { usage(stdout); return nil }},
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `matchlog runs a matching engine as a deterministic, replicated state machine.
+
+Usage: matchlog <verb> [flags]
+
+Verbs:
+`)
+	for _, v := range verbs {
+		fmt.Fprintf(w, "  %-12s %s\n", v.usage, v.summary)
+	}
+	fmt.Fprint(w, "\nRun 'matchlog <verb> -h' for a verb's flags.\n")
+}
+
+// errUsage marks an error in the command line: exit status 2.
+var errUsage = errors.New("usage")
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run runs the command line args and returns the exit status: 0, 1 for a
+// failure, 2 for a bad command line.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return 2
+	}
+	name := args[0]
+	if name == "-h" || name == "-help" || name == "--help" {
+		name = "help"
+	}
+	for _, v := range verbs {
+		if v.name != name {
+			continue
+		}
+		err := v.run(args[1:], stdout, stderr)
+		switch {
+		case err == nil, errors.Is(err, flag.ErrHelp):
+			return 0
+		case errors.Is(err, errUsage):
+			// The flag package has printed the problem and the flags.
+			return 2
+		}
+		fmt.Fprintf(stderr, "matchlog %s: %v\n", name, err)
+		return 1
+	}
+	fmt.Fprintf(stderr, "matchlog: unknown verb %q\n\n", name)
+	usage(stderr)
+	return 2
+}
+
+// parseFlags parses a verb's flags, reporting problems on stderr; it returns
+// flag.ErrHelp for -h and errUsage for anything else wrong, including
+// arguments left over.
+func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) error {
+	fs.SetOutput(stderr)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return errUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "%s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
+		fs.Usage()
+		return errUsage
+	}
+	return nil
+}
