@@ -323,6 +323,61 @@ func BenchmarkClone(b *testing.B) {
 	})
 }
 
+// BenchmarkChurn is the steady state of a small book: a tree of 1,000
+// orders where each op deletes one order and inserts a new one at a random
+// price. It shows what each tree allocates once warm (google with a free
+// list of nodes; tidwall has none).
+func BenchmarkChurn(b *testing.B) {
+	const size, ops = 1000, 1 << 16
+	in := arrivals(size + ops)
+	r := rand.New(rand.NewPCG(3, 4))
+	// del[i] is the order op i deletes: any of the ones live at that point.
+	live := slices.Clone(in[:size])
+	del := make([]order, ops)
+	for i := range ops {
+		j := r.IntN(len(live))
+		del[i] = live[j]
+		live[j] = in[size+i]
+	}
+	run := func(b *testing.B, insert func(order), remove func(order)) {
+		for _, o := range in[:size] {
+			insert(o)
+		}
+		// One pass untimed, so free lists and node slices reach their size.
+		for i := range ops {
+			remove(del[i])
+			insert(in[size+i])
+		}
+		for i := range ops {
+			remove(in[size+i])
+			insert(del[i])
+		}
+		b.ReportAllocs()
+		i := 0
+		fwd := true
+		for b.Loop() {
+			if fwd {
+				remove(del[i])
+				insert(in[size+i])
+			} else {
+				remove(in[size+i])
+				insert(del[i])
+			}
+			if i++; i == ops {
+				i, fwd = 0, !fwd
+			}
+		}
+	}
+	b.Run("google-freelist", func(b *testing.B) {
+		t := gbtree.NewWithFreeListG(degree, lessBid, gbtree.NewFreeListG[order](1024))
+		run(b, func(o order) { t.ReplaceOrInsert(o) }, func(o order) { t.Delete(o) })
+	})
+	b.Run("tidwall", func(b *testing.B) {
+		t := newTidwall()
+		run(b, func(o order) { t.Set(o) }, func(o order) { t.Delete(o) })
+	})
+}
+
 // TestTreesAgree checks that both trees, built every way measured above,
 // walk the same sequence and cut at the same keys.
 func TestTreesAgree(t *testing.T) {

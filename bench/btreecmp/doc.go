@@ -23,6 +23,9 @@
 //     copy-on-write of one path.
 //   - Heap per item, after a GC, reported by LoadSorted and InsertRandom as
 //     B/item.
+//   - Churn: the steady state of a small book (1,000 orders, delete one and
+//     insert one at a random price per op), for what each tree allocates
+//     once warm: google with a node free list, tidwall with none.
 //
 // Run the variants interleaved and take medians, for example
 //
