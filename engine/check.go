@@ -7,8 +7,8 @@ import (
 // Check verifies the engine's structure and returns the first violation:
 // each side tree strictly in price-time order, level totals equal to the sum
 // of their orders, no empty level, no crossed book, every order and trigger
-// valid for its instrument and indexed where it sits, no index entry
-// without an order. It walks everything: tests call it after every command,
+// valid for its instrument and indexed where it sits, no armed order whose
+// condition holds, no index entry without an order. It walks everything: tests call it after every command,
 // and builds with the invariants tag call it inside [Engine.Apply].
 func (e *Engine) Check() error {
 	n := 0
@@ -123,6 +123,14 @@ func (e *Engine) checkTriggers(b *book, si int) (int, error) {
 		c := Command{Type: t.typ, TIF: t.tif, Ref: t.ref, Post: t.post()}
 		if (t.typ != Stop && t.typ != StopLimit) || !validType(&c) || b.checkPrice(t.stop) != ReasonNone || t.qty <= 0 || t.qty%b.lot != 0 {
 			err = fmt.Errorf("engine: instrument %d %s: invalid trigger %+v", b.id, side, t)
+			return false
+		}
+		ref := b.lastTrade
+		if t.ref == RefMark {
+			ref = b.mark
+		}
+		if ref != 0 && ((side == Buy && ref >= t.stop) || (side == Sell && ref <= t.stop)) {
+			err = fmt.Errorf("engine: trigger %d (%s stop %d, %s %d) should have fired", t.id, side, t.stop, t.ref, ref)
 			return false
 		}
 		l, ok := e.index.get(t.id)
