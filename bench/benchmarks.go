@@ -127,29 +127,35 @@ func BenchInsert(b *testing.B) {
 				ins[i] = NewLimit(id, side, PassivePrice(side, 1+r.Int64N(int64(spec.Levels))), 1+r.Int64N(100), 1+r.Uint64N(1000))
 				cxl[i] = Cancel(id)
 			}
-			d := bk.D
-			b.ReportAllocs()
-			i, bad := 0, 0
-			for b.Loop() {
-				if i == k {
-					b.StopTimer()
-					for j := range cxl {
-						d.mustApply(&cxl[j])
-					}
-					i = 0
-					b.StartTimer()
-				}
-				evs := d.Apply(&ins[i])
-				if len(evs) == 0 || evs[0].Kind != engine.EvAccepted {
-					bad++
-				}
-				i++
-			}
-			reportCmds(b)
-			if bad > 0 {
-				b.Fatalf("%d inserts not accepted", bad)
-			}
+			timeBatches(b, bk.D, ins, cxl, "inserts")
 		})
+	}
+}
+
+// timeBatches applies the timed commands one per op, each of which must be
+// accepted, and after each full pass applies the undo commands outside the
+// timer to put the book back.
+func timeBatches(b *testing.B, d *Driver, timed, undo []engine.Command, what string) {
+	b.ReportAllocs()
+	i, bad := 0, 0
+	for b.Loop() {
+		if i == len(timed) {
+			b.StopTimer()
+			for j := range undo {
+				d.mustApply(&undo[j])
+			}
+			i = 0
+			b.StartTimer()
+		}
+		evs := d.Apply(&timed[i])
+		if len(evs) == 0 || evs[0].Kind != engine.EvAccepted {
+			bad++
+		}
+		i++
+	}
+	reportCmds(b)
+	if bad > 0 {
+		b.Fatalf("%d %s not accepted", bad, what)
 	}
 }
 
@@ -174,28 +180,7 @@ func BenchCancel(b *testing.B) {
 				cxl[i] = Cancel(p.ID)
 				put[i] = NewLimit(p.ID, p.Side, p.Price, p.Qty, 1)
 			}
-			d := bk.D
-			b.ReportAllocs()
-			i, bad := 0, 0
-			for b.Loop() {
-				if i == k {
-					b.StopTimer()
-					for j := range put {
-						d.mustApply(&put[j])
-					}
-					i = 0
-					b.StartTimer()
-				}
-				evs := d.Apply(&cxl[i])
-				if len(evs) == 0 || evs[0].Kind != engine.EvAccepted {
-					bad++
-				}
-				i++
-			}
-			reportCmds(b)
-			if bad > 0 {
-				b.Fatalf("%d cancels not accepted", bad)
-			}
+			timeBatches(b, bk.D, cxl, put, "cancels")
 		})
 	}
 }
