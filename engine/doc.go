@@ -21,6 +21,27 @@
 // trees per instrument and side, keyed by reference, stop price and arrival.
 // An index maps each live order id to where its order sits.
 //
+// A resting order takes 32 bytes in its tree (price as ticks above the
+// band floor, a dense account number, id, quantity, and the arrival
+// sequence packed with its flags) and 24 bytes in the index, a segmented
+// open-addressing table; measured heap is about 83 B per resting order at
+// 1M orders and 89 B at 5M. Tree nodes come from free lists and levels
+// from a pool, so the matching path allocates nothing in steady state.
+//
+// Why google/btree and not tidwall/btree: tidwall measured clearly faster
+// at bulk loading sorted input (58 against 287 ns an item at 1M), at
+// walking (11–16 against 20 ns an item) and at cutting by rank (GetAt, 0.5
+// µs against a walk), but it has no node free list, so a steady mix of
+// commands allocated on every node split (2,970 allocations in 150k
+// commands, against none). The matching path comes first; restore pays
+// for it (about 260 ns an order, nearly all in ReplaceOrInsert).
+//
+// # Limits
+//
+// A price band spans at most 2^32-1 ticks; one order's quantity is at most
+// [MaxQty] (2^40), so level totals cannot overflow; arrival sequences are
+// 56 bits, and a restore refuses a next sequence above 2^55.
+//
 // # Processing a command
 //
 // [Engine.Apply] handles one command:
