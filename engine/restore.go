@@ -117,12 +117,15 @@ func (r *Restorer) OnHeader(h Header) error {
 	if h.NextSeq == 0 || h.NextSeq > maxRestoreSeq {
 		return r.fail("next sequence %d outside [1, 2^55]", h.NextSeq)
 	}
-	const maxPrealloc = 1 << 26
+	// The header's counts size the index batch up front, but only up to
+	// maxPrealloc entries: a corrupt header must not make the restorer
+	// allocate gigabytes before the first record. Past it the batch grows.
+	const maxPrealloc = 1 << 22
 	r.hd = h
 	r.st = New()
 	r.st.fl = r.e.fl
 	r.st.nextSeq = h.NextSeq
-	r.ids.reserve(int(min(h.Orders+h.Triggers, maxPrealloc)))
+	r.ids.reserve(int(min(h.Orders, maxPrealloc) + min(h.Triggers, maxPrealloc)))
 	r.sum = HashHeader(h.Version, h.NextSeq)
 	r.phase = phaseSources
 	return nil
