@@ -5,11 +5,11 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/matchlog/matchlog/engine"
+	"github.com/matchlog/matchlog/engine/enginetest"
 )
 
 var rewrite = flag.Bool("rewrite", false, "rewrite the golden event files of testdata/golden")
@@ -47,26 +47,9 @@ func TestGolden(t *testing.T) {
 				t.Fatalf("%v (run with -rewrite to create it)", err)
 			}
 			if !bytes.Equal(out.Bytes(), want) {
-				t.Errorf("events differ from %s (run with -rewrite and read the diff):\n%s", golden, lineDiff(string(want), out.String()))
+				t.Errorf("events differ from %s (run with -rewrite and read the diff):\n%s", golden,
+					enginetest.DiffLines(strings.Split(string(want), "\n"), strings.Split(out.String(), "\n"), "want", "got"))
 			}
 		})
 	}
-}
-
-// lineDiff shows the first differing line of two texts with its number.
-func lineDiff(want, got string) string {
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	for i := 0; i < max(len(w), len(g)); i++ {
-		var wl, gl string
-		if i < len(w) {
-			wl = w[i]
-		}
-		if i < len(g) {
-			gl = g[i]
-		}
-		if wl != gl {
-			return "line " + strconv.Itoa(i+1) + ":\n  want " + wl + "\n  got  " + gl
-		}
-	}
-	return "(no line differs)"
 }

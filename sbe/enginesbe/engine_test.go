@@ -2,22 +2,14 @@ package enginesbe
 
 import (
 	"bytes"
-	"encoding/hex"
 	"errors"
-	"strings"
 	"testing"
 
 	"github.com/matchlog/matchlog/engine"
+	"github.com/matchlog/matchlog/sbe/internal/sbetest"
 )
 
-func unhex(t *testing.T, lines ...string) []byte {
-	t.Helper()
-	b, err := hex.DecodeString(strings.ReplaceAll(strings.Join(lines, ""), " ", ""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
+func unhex(t *testing.T, lines ...string) []byte { t.Helper(); return sbetest.Unhex(t, lines...) }
 
 // Hand-written layouts: little endian, header blockLength, templateId,
 // schemaId 7002 (0x1b5a), version 1; 8-byte fields, then the instrument,

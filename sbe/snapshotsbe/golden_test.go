@@ -2,20 +2,13 @@ package snapshotsbe
 
 import (
 	"bytes"
-	"encoding/hex"
-	"strings"
 	"testing"
+
+	"github.com/matchlog/matchlog/sbe/internal/sbetest"
 )
 
 // unhex joins hand-written hex lines, one field per line, spaces ignored.
-func unhex(t *testing.T, lines ...string) []byte {
-	t.Helper()
-	b, err := hex.DecodeString(strings.ReplaceAll(strings.Join(lines, ""), " ", ""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
+func unhex(t *testing.T, lines ...string) []byte { t.Helper(); return sbetest.Unhex(t, lines...) }
 
 func check(t *testing.T, got []byte, want []byte) {
 	t.Helper()

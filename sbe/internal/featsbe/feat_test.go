@@ -2,21 +2,15 @@ package featsbe
 
 import (
 	"bytes"
-	"encoding/hex"
 	"errors"
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/matchlog/matchlog/sbe/internal/sbetest"
 )
 
-func unhex(t *testing.T, lines ...string) []byte {
-	t.Helper()
-	b, err := hex.DecodeString(strings.ReplaceAll(strings.Join(lines, ""), " ", ""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
+func unhex(t *testing.T, lines ...string) []byte { t.Helper(); return sbetest.Unhex(t, lines...) }
 
 func encodeThing(t *testing.T, buf []byte) int {
 	t.Helper()
