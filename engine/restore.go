@@ -120,7 +120,7 @@ func (r *Restorer) OnHeader(h Header) error {
 	// The header's counts size the index batch up front, but only up to
 	// maxPrealloc entries: a corrupt header must not make the restorer
 	// allocate gigabytes before the first record. Past it the batch grows.
-	const maxPrealloc = 1 << 22
+	const maxPrealloc = 1 << 20
 	r.hd = h
 	r.st = New()
 	r.st.fl = r.e.fl

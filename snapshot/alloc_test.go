@@ -1,0 +1,92 @@
+package snapshot
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/matchlog/matchlog/engine"
+)
+
+// TestTakeAllocs proves a reused Publisher's take allocates nothing, over
+// a log whose reader (a drain) is released through the idle function.
+func TestTakeAllocs(t *testing.T) {
+	for _, g := range geometries {
+		e := buildEngine(t, bookSpec{instruments: 4, sources: 3, orders: 3000, triggers: 100})
+		l, pub, img := newLog(t, g.term, g.mtu)
+		window := int64(l.TermWindowLength())
+		idle := func() error {
+			img.Drain(1 << 30)
+			pub.SetPositionLimit(img.Position() + window)
+			return nil
+		}
+		p, err := NewPublisher(&PublicationClaimer{Pub: pub}, idle)
+		if err != nil {
+			t.Fatal(err)
+		}
+		take := func() {
+			if err := p.Take(e, testMarker); err != nil {
+				t.Fatal(err)
+			}
+		}
+		take()
+		if a := testing.AllocsPerRun(20, take); a != 0 {
+			t.Fatalf("mtu %d: %v allocations per take", g.mtu, a)
+		}
+	}
+}
+
+func BenchmarkTake(b *testing.B) {
+	for _, g := range geometries {
+		e := buildEngine(b, bookSpec{instruments: 8, sources: 4, orders: 100_000})
+		l, pub, img := newLog(b, 16<<20, g.mtu)
+		window := int64(l.TermWindowLength())
+		p, _ := NewPublisher(&PublicationClaimer{Pub: pub}, func() error {
+			img.Drain(1 << 30)
+			pub.SetPositionLimit(img.Position() + window)
+			return nil
+		})
+		b.Run(fmt.Sprintf("mtu%d", g.mtu), func(b *testing.B) {
+			for b.Loop() {
+				if err := p.Take(e, testMarker); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/100_000, "ns/order")
+		})
+	}
+}
+
+func BenchmarkLoad(b *testing.B) {
+	e := buildEngine(b, bookSpec{instruments: 8, sources: 4, orders: 100_000})
+	frags := capture(b, e, 16<<20, 65504)
+	var l Loader
+	for b.Loop() {
+		if _, _, err := l.Load(&sliceSource{frags: frags}, testLoad); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/100_000, "ns/order")
+}
+
+// nullSink discards records: the engine's walk alone, the floor of a take.
+type nullSink struct{}
+
+func (nullSink) OnHeader(engine.Header) error                                  { return nil }
+func (nullSink) OnSourceHighWater(uint64, uint64) error                        { return nil }
+func (nullSink) OnMark(uint32, int64, int64, int64, int64, int64, int64) error { return nil }
+func (nullSink) OnEnd(uint64, uint64, uint64, uint64, uint64) error            { return nil }
+func (nullSink) OnResting(uint32, engine.Side, uint64, uint64, int64, int64, uint64, engine.STP, bool) error {
+	return nil
+}
+func (nullSink) OnArmedTrigger(uint32, engine.Side, uint64, uint64, engine.OrderType, engine.TimeInForce, engine.TriggerRef,
+	int64, int64, int64, uint64, engine.STP, bool) error {
+	return nil
+}
+
+func BenchmarkWalk(b *testing.B) {
+	e := buildEngine(b, bookSpec{instruments: 8, sources: 4, orders: 100_000})
+	for b.Loop() {
+		_ = e.SnapshotTo(nullSink{})
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/100_000, "ns/order")
+}

@@ -1,0 +1,110 @@
+// Package snapshot writes an engine's state as an Aeron service snapshot and
+// restores it strictly. The [Publisher] is an [engine.Sink] that encodes
+// each record in place into claimed publication frames; the [Loader] reads
+// the frames back from an image and feeds an [engine.Restorer].
+//
+// # The stream
+//
+// One snapshot is a run of unfragmented messages, one per frame, each at
+// most one claim (MTU - 32 bytes), so nothing is fragmented and restore
+// needs no reassembly:
+//
+//	SnapshotMarker BEGIN   cluster schema 111, template 100 (48 bytes):
+//	                       typeId, logPosition, leadershipTermId, index 0,
+//	                       mark BEGIN, timeUnit, appVersion
+//	MeSnapshotBegin        engine.Header                  (52 bytes)
+//	SourceHwm  × sources   one message per source         (24 bytes)
+//	Mark       × instr.    one message per instrument     (60 bytes)
+//	Orders     × batches   group of 47-byte entries       (one full claim)
+//	Triggers   × batches   group of 58-byte entries       (one full claim)
+//	End                    counts, state hash, checksum   (56 bytes)
+//	SnapshotMarker END     the BEGIN fields, mark END     (48 bytes)
+//
+// The schema has no groups for sources and marks, and there are few of
+// them, so each is its own message.
+//
+// The markers are Aeron's, byte for byte, and the BEGIN fields are
+// repeated in END. Note what that does and does not buy: Aeron's own
+// ServiceSnapshotLoader requires every message before END to be of schema
+// 111, so it would refuse our records between the markers. On an Aeron
+// host this whole stream is the user data written in onTakeSnapshot, after
+// the container's own BEGIN ... END, and this package's Loader reads it
+// from the image the container hands to onStart.
+//
+// # Batches
+//
+// A batch is claimed at the largest size one claim allows: with max
+// payload P, a batch holds n = (P - 12) / entry entries (29 orders or 23
+// triggers at MTU 1,408; 1,392 or 1,128 at 65,504; see [BatchCapacity]),
+// and the claim is exactly 12 + n*entry bytes. The header and group
+// dimensions are written when the claim is taken, with count n; each
+// OnResting or OnArmedTrigger encodes one entry in place through the
+// generated flyweight. When the batch is full, the record kind changes or
+// the stream ends, the batch is closed: ResetCountToIndex rewrites the
+// count to the entries written, the unused tail is zeroed, and the claim is
+// committed.
+//
+// A claim cannot shrink: logbuf's Claim, like Aeron's BufferClaim, has a
+// fixed frame length, and the frame header is written with it at claim
+// time. So the last batch of a kind keeps its full claimed length, as in
+// the seed engine; the group count tells the reader how many entries are
+// valid, and the tail after them is zero. The Loader requires exactly that
+// (a non-zero byte after the last entry is trailing garbage).
+//
+// # Checksum
+//
+// End carries a 64-bit checksum of every message from MeSnapshotBegin up
+// to End, over each message's encoded bytes only (never a batch's unused
+// tail, never the markers or End itself): FNV-1a's basis and prime applied
+// to little-endian 64-bit words rather than bytes, the last 0–7 bytes
+// zero-extended as a final word, then the message length (see checksum.go).
+// Each step is a bijection of the running hash, so any change confined to
+// one word is always caught; one multiply per 8 bytes keeps it to a few ns
+// per order. The state hash in End (the engine's) covers the records'
+// meaning; the checksum covers their bytes and order.
+//
+// # Publishing
+//
+// [Publisher.Take] streams an engine through [engine.Engine.SnapshotTo].
+// The Publisher writes through a [Claimer] (TryClaim, Commit, Abort,
+// MaxPayloadLength); [PublicationClaimer] adapts our log buffer's exclusive
+// publication and an adapter over an Aeron client Publication and its
+// BufferClaim fits the same four methods. Back-pressure (position
+// [BackPressured] or [AdminAction] with a nil error) is retried without
+// limit, calling the caller's idle function between tries so the host's
+// duty cycle keeps running; an error from idle, any other negative
+// position or a publication error fails the take, and the claim in
+// progress is aborted. The take holds no buffer of the book: every byte is
+// written once, into the term. A reused Publisher allocates nothing per
+// take (TestTakeAllocs).
+//
+// # Loading
+//
+// [Loader.Load] polls a [FragmentSource] ([ImageSource] adapts logbuf's
+// Image) and checks, in order: SnapshotMarker BEGIN first, with the type id
+// and app version the caller expects; MeSnapshotBegin; records of our
+// schema (id 7001, version 1) and known templates only, each with
+// its exact block length and length, batches with the right entry length,
+// at least one entry, entries inside the frame and zeros after them; End
+// with the checksum of what arrived, then counts and state hash checked by
+// the restorer; SnapshotMarker END with the BEGIN fields; nothing after
+// END. The handler never panics and never returns an error through Poll: it
+// records the first error, naming the fragment index and its stream
+// position, and ignores the rest; the loop returns it after Poll. Aeron's
+// Image.poll swallows a handler's exceptions, which is why.
+//
+// The load is bounded: LoadOptions.MaxFragments caps the fragments read,
+// and IdlePolls consecutive empty polls (default 1, for a complete
+// recording or image) end it with [ErrEnded], "snapshot ended before END".
+// A reader racing a live writer sets IdlePolls high and an Idle function.
+//
+// The engine is built aside by the restorer and handed out only when END
+// has arrived and every check passed; on any error Load returns a nil
+// engine, never a partial one.
+//
+// # Not yet here
+//
+// Parallel encode (workers encoding partitions into pooled buffers that
+// the owner stitches into the same claims), the snapshot benchmark command
+// and difftest's snapshot mode build on this package and come later.
+package snapshot

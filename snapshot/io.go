@@ -1,0 +1,93 @@
+package snapshot
+
+import (
+	"github.com/matchlog/matchlog/internal/logbuf"
+)
+
+// Claimer is the publication side a [Publisher] writes through: one
+// outstanding claim at a time, encoded in place and then committed or
+// aborted. It is small on purpose so that both our log buffer
+// ([PublicationClaimer]) and an Aeron client publication can satisfy it
+// through a thin adapter.
+type Claimer interface {
+	// TryClaim claims a frame for a payload of exactly length bytes (at
+	// most MaxPayloadLength) and returns the payload bytes to encode into,
+	// and the position after the frame. A negative position with a nil
+	// error asks the caller to retry later: [BackPressured] or
+	// [AdminAction]. Any other negative position is a failure.
+	TryClaim(length int) (buf []byte, position int64, err error)
+	// Commit publishes the outstanding claim; Abort turns it into padding.
+	Commit()
+	Abort()
+	// MaxPayloadLength is the longest claim, MTU - 32.
+	MaxPayloadLength() int
+}
+
+// Aeron's publication results that mean "try again".
+const (
+	BackPressured int64 = -2 // Publication.BACK_PRESSURED
+	AdminAction   int64 = -3 // Publication.ADMIN_ACTION
+)
+
+// PublicationClaimer adapts a [logbuf.ExclusivePublication] to [Claimer].
+// It holds the outstanding claim, so claiming allocates nothing.
+type PublicationClaimer struct {
+	Pub *logbuf.ExclusivePublication
+	c   logbuf.Claim
+}
+
+// TryClaim implements [Claimer].
+func (a *PublicationClaimer) TryClaim(length int) ([]byte, int64, error) {
+	c, pos, err := a.Pub.TryClaim(length)
+	if err != nil || pos < 0 {
+		return nil, pos, err
+	}
+	a.c = c
+	return a.c.Buffer(), pos, nil
+}
+
+// Commit implements [Claimer].
+func (a *PublicationClaimer) Commit() { a.c.Commit() }
+
+// Abort implements [Claimer].
+func (a *PublicationClaimer) Abort() { a.c.Abort() }
+
+// MaxPayloadLength implements [Claimer].
+func (a *PublicationClaimer) MaxPayloadLength() int { return a.Pub.MaxPayloadLength() }
+
+// FragmentHandler receives one committed, unfragmented message:
+// buf[offset:offset+length], and the stream position just after its frame.
+type FragmentHandler func(buf []byte, offset, length int, position int64)
+
+// FragmentSource is the subscription side a [Loader] reads through, an
+// image's Poll: it hands up to limit committed fragments, in order, to
+// handler and returns how many it handed over.
+type FragmentSource interface {
+	Poll(handler FragmentHandler, limit int) int
+}
+
+// ImageSource adapts a [logbuf.Image] to [FragmentSource].
+type ImageSource struct {
+	Img *logbuf.Image
+	h   FragmentHandler
+	fn  logbuf.FragmentHandler // bound once, so Poll allocates nothing
+}
+
+// NewImageSource returns img as a [FragmentSource].
+func NewImageSource(img *logbuf.Image) *ImageSource {
+	s := &ImageSource{Img: img}
+	s.fn = s.onFragment
+	return s
+}
+
+func (s *ImageSource) onFragment(buf []byte, offset, length int, hdr logbuf.Header) {
+	s.h(buf, offset, length, hdr.Position())
+}
+
+// Poll implements [FragmentSource].
+func (s *ImageSource) Poll(handler FragmentHandler, limit int) int {
+	s.h = handler
+	n := s.Img.Poll(s.fn, limit)
+	s.h = nil
+	return n
+}
