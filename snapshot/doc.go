@@ -102,9 +102,33 @@
 // has arrived and every check passed; on any error Load returns a nil
 // engine, never a partial one.
 //
+// # Parallel encode
+//
+// [Publisher.StartWorkers](n) starts n encoding goroutines, owned by the
+// publisher and stopped by [Publisher.Close]; it is off by default.
+// [Publisher.TakeFrozen] takes an [engine.Frozen] view: with workers
+// running and at least [Publisher.ParallelMin] resting orders
+// ([DefaultParallelMin], a placeholder until the crossover is measured),
+// the book is cut with [engine.Frozen.Partitions], worker i encodes
+// partition i's Orders entries through the generated flyweight (the same
+// encodeOrder the linear path uses) into its pooled buffer, and the
+// caller's goroutine stitches the buffers in partition order into Orders
+// batches claimed exactly as a linear take claims them: same batch sizes,
+// frames, headers and ResetCountToIndex, same checksum over the same
+// bytes. End's state hash is NonOrderHash plus the partitions' hash sums,
+// checked against the walk's. The output is byte-identical to the linear
+// take (TestParallelIdentical). A worker's error fails the take. Handoff
+// uses channels of partition indices created once; after the first take
+// the publisher allocates nothing, and the only allocations left are the
+// engine's own per-take cut (Partitions) and partition walks, a constant
+// (TestParallelTakeAllocs).
+//
+// The engine's Sink walk cannot skip resting orders, so the owner still
+// walks every order (only counting) while the workers encode; the speedup
+// is bounded by that walk until the engine offers a walk without them.
+//
 // # Not yet here
 //
-// Parallel encode (workers encoding partitions into pooled buffers that
-// the owner stitches into the same claims), the snapshot benchmark command
-// and difftest's snapshot mode build on this package and come later.
+// The snapshot benchmark command and difftest's snapshot mode build on
+// this package and come later.
 package snapshot

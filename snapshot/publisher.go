@@ -77,6 +77,13 @@ type Publisher struct {
 	trg   snapshotsbe.TriggersEncoder
 	tg    *snapshotsbe.TriggersEntriesEncoder
 	end   snapshotsbe.EndEncoder
+
+	// ParallelMin is the fewest resting orders for which [Publisher.TakeFrozen]
+	// encodes in parallel (when workers were started with
+	// [Publisher.StartWorkers]); smaller books are taken linearly.
+	// NewPublisher sets it to [DefaultParallelMin].
+	ParallelMin int
+	par         *parallel
 }
 
 // NewPublisher returns a publisher writing through c. While c is
@@ -87,7 +94,7 @@ func NewPublisher(c Claimer, idle func() error) (*Publisher, error) {
 	if mp < batchHeader+triggerLength || mp < markerLength {
 		return nil, fmt.Errorf("%w: max payload %d is too small for one batch entry", ErrPublish, mp)
 	}
-	p := &Publisher{c: c, idle: idle, maxPayload: mp}
+	p := &Publisher{c: c, idle: idle, maxPayload: mp, ParallelMin: DefaultParallelMin}
 	p.nOrders, p.nTriggers = BatchCapacity(mp)
 	return p, nil
 }
@@ -294,9 +301,15 @@ func (p *Publisher) OnResting(instrument uint32, side engine.Side, orderID, acco
 	if err != nil {
 		return p.fail(err)
 	}
+	encodeOrder(g, instrument, side, orderID, account, price, qty, seq, stp, post)
+	return nil
+}
+
+// encodeOrder encodes one Orders entry; the linear publisher and the
+// parallel workers share it, so their bytes are the same.
+func encodeOrder(g *snapshotsbe.OrdersEntriesEncoder, instrument uint32, side engine.Side, orderID, account uint64, price, qty int64, seq uint64, stp engine.STP, post bool) {
 	g.OrderId(orderID).Account(account).Price(price).Qty(qty).Seq(seq).Instrument(instrument).
 		Side(snapshotsbe.Side(side)).Stp(snapshotsbe.STP(stp)).PostOnly(boolOf(post))
-	return nil
 }
 
 // OnArmedTrigger implements [engine.Sink]: one entry of a Triggers batch.

@@ -1,0 +1,255 @@
+package snapshot
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/matchlog/matchlog/engine"
+	"github.com/matchlog/matchlog/sbe/snapshotsbe"
+)
+
+// DefaultParallelMin is the default [Publisher.ParallelMin]. It is a
+// placeholder: where parallel encode starts to pay on a given machine has
+// not been measured yet.
+const DefaultParallelMin = 50_000
+
+// parallel is a publisher's worker pool: goroutines started once by
+// StartWorkers and stopped by Close. Worker w encodes partition w of a take
+// into its pooled buffer; the owner stitches the buffers in order.
+type parallel struct {
+	workers int
+	jobs    []chan int   // per worker: partition index to encode
+	done    []chan error // per partition: the worker's result
+	bufs    []partBuf
+	parts   []engine.Partition
+	wg      sync.WaitGroup
+	fail    func(part int) error // test hook: a worker failure
+
+	// per take, owner only
+	collected int // partitions whose result was received
+	stitched  bool
+	seen      uint64 // OnResting calls of the owner's walk
+	count     uint64 // orders encoded by the workers
+	sum       uint64 // sum of the partitions' hash sums
+	nonOrder  uint64
+}
+
+// partBuf is one partition's pooled buffer: a run of chunks, each an
+// Orders message of chunk entries encoded through the generated
+// flyweight; the owner copies the entries out.
+type partBuf struct {
+	buf    []byte
+	ord    snapshotsbe.OrdersEncoder
+	og     *snapshotsbe.OrdersEntriesEncoder
+	chunk  int
+	chunks int
+	n, sum uint64
+}
+
+func (b *partBuf) chunkLen() int { return batchHeader + b.chunk*orderLength }
+
+// OnResting implements [engine.RestingSink].
+func (b *partBuf) OnResting(instrument uint32, side engine.Side, orderID, account uint64, price, qty int64, seq uint64, stp engine.STP, post bool) error {
+	if b.og == nil || b.og.Index() == b.og.Count() {
+		off := b.chunks * b.chunkLen()
+		if need := off + b.chunkLen(); need > len(b.buf) {
+			nb := make([]byte, max(need, 2*len(b.buf)))
+			copy(nb, b.buf)
+			b.buf = nb
+		}
+		err := b.ord.WrapAndApplyHeader(b.buf, off)
+		if err == nil {
+			b.og, err = b.ord.EntriesCount(b.chunk)
+		}
+		if err != nil {
+			return err
+		}
+		b.chunks++
+	}
+	g, err := b.og.Next()
+	if err != nil {
+		return err
+	}
+	encodeOrder(g, instrument, side, orderID, account, price, qty, seq, stp, post)
+	return nil
+}
+
+// StartWorkers starts n encoding goroutines for [Publisher.TakeFrozen];
+// n <= 0 does nothing (parallel encode is off by default). Call Close to
+// stop them. It fails if workers are already running.
+func (p *Publisher) StartWorkers(n int) error {
+	if n <= 0 {
+		return nil
+	}
+	if p.par != nil {
+		return fmt.Errorf("%w: workers already started", ErrPublish)
+	}
+	q := &parallel{workers: n, jobs: make([]chan int, n), done: make([]chan error, n), bufs: make([]partBuf, n)}
+	for i := range n {
+		q.jobs[i] = make(chan int, 1)
+		q.done[i] = make(chan error, 1)
+		q.bufs[i].chunk = p.nOrders
+	}
+	q.wg.Add(n)
+	for i := range n {
+		go q.run(i)
+	}
+	p.par = q
+	return nil
+}
+
+// Close stops the workers started by StartWorkers. It must not be called
+// during a take.
+func (p *Publisher) Close() error {
+	if p.par != nil {
+		for _, c := range p.par.jobs {
+			close(c)
+		}
+		p.par.wg.Wait()
+		p.par = nil
+	}
+	return nil
+}
+
+func (q *parallel) run(w int) {
+	defer q.wg.Done()
+	for pi := range q.jobs[w] {
+		b := &q.bufs[pi]
+		b.og, b.chunks, b.n, b.sum = nil, 0, 0, 0
+		var err error
+		if q.fail != nil {
+			err = q.fail(pi)
+		}
+		if err == nil {
+			b.n, b.sum, err = q.parts[pi].Emit(b)
+		}
+		q.done[pi] <- err
+	}
+}
+
+// TakeFrozen writes f's state as one snapshot framed by m. With workers
+// started and at least ParallelMin resting orders, the resting orders are
+// encoded by the workers, one [engine.Partition] each, and stitched by the
+// caller's goroutine into the same claims, frames and bytes a linear take
+// writes; otherwise it is a linear take. A worker's failure fails the take.
+func (p *Publisher) TakeFrozen(f *engine.Frozen, m Marker) error {
+	q := p.par
+	if q == nil || f.Orders() < uint64(max(p.ParallelMin, 1)) {
+		p.Reset(m)
+		if err := f.SnapshotTo(p); err != nil {
+			return p.fail(err)
+		}
+		return nil
+	}
+	p.Reset(m)
+	q.parts = f.Partitions(q.workers)
+	q.collected, q.stitched, q.seen, q.count, q.sum = 0, false, 0, 0, 0
+	for i := range q.parts {
+		q.jobs[i] <- i
+	}
+	q.nonOrder = f.NonOrderHash()
+	err := f.SnapshotTo(parSink{p})
+	for ; q.collected < len(q.parts); q.collected++ { // leave the workers idle
+		<-q.done[q.collected]
+	}
+	q.parts = nil
+	if err != nil {
+		return p.fail(err)
+	}
+	return nil
+}
+
+// parSink is the owner's sink during a parallel take: records other than
+// resting orders go to the publisher; the walk's own resting orders are
+// only counted (the engine's Sink walk cannot skip them), meanwhile the
+// workers encode; when the walk leaves the orders (first armed trigger or
+// End) the workers' output is stitched in, in partition order. Nothing
+// else is claimed between the marks and that point, so the claims are the
+// linear take's.
+type parSink struct{ *Publisher }
+
+// OnResting implements [engine.Sink].
+func (s parSink) OnResting(uint32, engine.Side, uint64, uint64, int64, int64, uint64, engine.STP, bool) error {
+	p := s.Publisher
+	if p.err != nil {
+		return p.err
+	}
+	p.par.seen++
+	return nil
+}
+
+// OnArmedTrigger implements [engine.Sink].
+func (s parSink) OnArmedTrigger(instrument uint32, side engine.Side, orderID, account uint64, typ engine.OrderType, tif engine.TimeInForce, ref engine.TriggerRef,
+	stop, price, qty int64, seq uint64, stp engine.STP, post bool) error {
+	if err := s.stitch(); err != nil {
+		return err
+	}
+	return s.Publisher.OnArmedTrigger(instrument, side, orderID, account, typ, tif, ref, stop, price, qty, seq, stp, post)
+}
+
+// OnEnd implements [engine.Sink]: the state hash written is NonOrderHash
+// plus the partitions' hash sums, checked against the walk's.
+func (s parSink) OnEnd(sources, instruments, orders, triggers uint64, stateHash uint64) error {
+	p := s.Publisher
+	if err := p.stitch(); err != nil {
+		return err
+	}
+	q := p.par
+	if q.count != orders || q.seen != orders {
+		return p.fail(fmt.Errorf("%w: workers encoded %d orders, walk saw %d, header says %d", ErrPublish, q.count, q.seen, orders))
+	}
+	h := q.nonOrder + q.sum
+	if h != stateHash {
+		return p.fail(fmt.Errorf("%w: parallel state hash %#x, walk's %#x", ErrPublish, h, stateHash))
+	}
+	return p.OnEnd(sources, instruments, orders, triggers, h)
+}
+
+var errWorker = errors.New("worker failed")
+
+// stitch, once per take, copies the partitions' entries in order into
+// Orders batches claimed exactly as the linear path claims them.
+func (p *Publisher) stitch() error {
+	q := p.par
+	if p.err != nil {
+		return p.err
+	}
+	if q.stitched {
+		return nil
+	}
+	q.stitched = true
+	for i := range q.parts {
+		err := <-q.done[i]
+		q.collected = i + 1
+		if err != nil {
+			return p.fail(fmt.Errorf("%w: %w on partition %d: %w", ErrPublish, errWorker, i, err))
+		}
+		b := &q.bufs[i]
+		q.count += b.n
+		q.sum += b.sum
+		left := int(b.n)
+		for c := 0; c < b.chunks && left > 0; c++ {
+			k := min(left, b.chunk)
+			left -= k
+			off := c*b.chunkLen() + batchHeader
+			src := b.buf[off : off+k*orderLength]
+			for len(src) > 0 {
+				if p.kind != batchOrders || p.og.Index() == p.og.Count() {
+					if err := p.openBatch(batchOrders); err != nil {
+						return err
+					}
+				}
+				m := min(p.og.Count()-p.og.Index(), len(src)/orderLength)
+				copy(p.buf[batchHeader+p.og.Index()*orderLength:], src[:m*orderLength])
+				for range m {
+					if _, err := p.og.Next(); err != nil {
+						return p.fail(err)
+					}
+				}
+				src = src[m*orderLength:]
+			}
+		}
+	}
+	return nil
+}

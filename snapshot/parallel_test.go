@@ -1,0 +1,267 @@
+package snapshot
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/matchlog/matchlog/engine"
+	"github.com/matchlog/matchlog/internal/logbuf"
+)
+
+// captureWith runs take on a publisher over a log of the given geometry,
+// draining the image into copied fragments whenever the publisher is
+// back-pressured and at the end.
+func captureWith(t testing.TB, p *Publisher, l *logbuf.Log, pub *logbuf.ExclusivePublication, img *logbuf.Image, take func(*Publisher) error) ([][]byte, error) {
+	t.Helper()
+	var frags [][]byte
+	drain := func() {
+		img.Poll(func(buf []byte, off, n int, _ logbuf.Header) {
+			frags = append(frags, slices.Clone(buf[off:off+n]))
+		}, 1<<30)
+		pub.SetPositionLimit(img.Position() + int64(l.TermWindowLength()))
+	}
+	p.idle = func() error { drain(); return nil }
+	err := take(p)
+	drain()
+	return frags, err
+}
+
+// newParallel returns a publisher with workers over a fresh log.
+func newParallel(t testing.TB, g geometry, workers int) (*Publisher, *logbuf.Log, *logbuf.ExclusivePublication, *logbuf.Image) {
+	t.Helper()
+	l, pub, img := newLog(t, g.term, g.mtu)
+	p, err := NewPublisher(&PublicationClaimer{Pub: pub}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.ParallelMin = 0
+	if err := p.StartWorkers(workers); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p, l, pub, img
+}
+
+func sameFrags(t *testing.T, want, got [][]byte) {
+	t.Helper()
+	if len(want) != len(got) {
+		t.Fatalf("%d frames, linear has %d", len(got), len(want))
+	}
+	for i := range want {
+		if !bytes.Equal(want[i], got[i]) {
+			t.Fatalf("frame %d of %d differs (lengths %d and %d)", i, len(want), len(got[i]), len(want[i]))
+		}
+	}
+}
+
+// TestParallelIdentical checks parallel takes byte for byte against the
+// linear take of the same frozen book, at batch-boundary sizes, for
+// several worker counts and both MTUs, and that the stream restores.
+func TestParallelIdentical(t *testing.T) {
+	for _, g := range geometries {
+		no, _ := BatchCapacity(g.mtu - 32)
+		sizes := []int{0, 1, no - 1, no, no + 1, 2 * no, 2*no + 1, 3001}
+		if testing.Short() {
+			sizes = []int{0, 1, no - 1, no, no + 1, 2 * no, 3001}
+		}
+		for _, n := range sizes {
+			s := bookSpec{instruments: 5, sources: 4, orders: n, triggers: 30}
+			e := buildEngine(t, s)
+			f := e.Clone()
+			lp, ll, lpub, limg := newParallel(t, g, 0)
+			want, err := captureWith(t, lp, ll, lpub, limg, func(p *Publisher) error { return p.TakeFrozen(f, testMarker) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameFrags(t, capture(t, e, g.term, g.mtu), want) // a frozen take is the engine's take
+			for _, w := range []int{1, 2, 3, 8} {
+				t.Run(fmt.Sprintf("mtu%d/orders%d/workers%d", g.mtu, n, w), func(t *testing.T) {
+					p, l, pub, img := newParallel(t, g, w)
+					for range 2 { // the second take reuses the pooled buffers
+						got, err := captureWith(t, p, l, pub, img, func(p *Publisher) error { return p.TakeFrozen(f, testMarker) })
+						if err != nil {
+							t.Fatal(err)
+						}
+						sameFrags(t, want, got)
+						if p.par.count != uint64(n) { // the parallel path ran
+							t.Fatalf("workers encoded %d orders, want %d", p.par.count, n)
+						}
+					}
+					r, err := loadFrags(want)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if r.StateHash() != f.StateHash() {
+						t.Fatal("restored state hash differs")
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestParallelWorkerFailure injects a worker failure: the take fails with
+// ErrPublish, leaves no END, and the next take is whole and identical.
+func TestParallelWorkerFailure(t *testing.T) {
+	g := geometries[0]
+	e := buildEngine(t, bookSpec{instruments: 3, sources: 2, orders: 500, triggers: 7})
+	f := e.Clone()
+	want := capture(t, e, g.term, g.mtu)
+	for _, bad := range []int{0, 1, 2} {
+		p, l, pub, img := newParallel(t, g, 3)
+		injected := errors.New("injected")
+		p.par.fail = func(part int) error {
+			if part == bad {
+				return injected
+			}
+			return nil
+		}
+		frags, err := captureWith(t, p, l, pub, img, func(p *Publisher) error { return p.TakeFrozen(f, testMarker) })
+		if !errors.Is(err, ErrPublish) || !errors.Is(err, injected) || !errors.Is(err, errWorker) {
+			t.Fatalf("partition %d: error %v", bad, err)
+		}
+		if _, err := loadFrags(frags); err == nil {
+			t.Fatal("a failed take loaded")
+		}
+		p.par.fail = nil
+		got, err := captureWith(t, p, l, pub, img, func(p *Publisher) error { return p.TakeFrozen(f, testMarker) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameFrags(t, want, got)
+	}
+}
+
+// TestParallelThreshold: below ParallelMin the take is linear (the workers
+// never run), and without workers TakeFrozen is linear.
+func TestParallelThreshold(t *testing.T) {
+	g := geometries[0]
+	e := buildEngine(t, bookSpec{instruments: 2, sources: 1, orders: 100, triggers: 2})
+	f := e.Clone()
+	p, l, pub, img := newParallel(t, g, 2)
+	p.ParallelMin = 101
+	p.par.fail = func(int) error { return errors.New("a worker ran") }
+	got, err := captureWith(t, p, l, pub, img, func(p *Publisher) error { return p.TakeFrozen(f, testMarker) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameFrags(t, capture(t, e, g.term, g.mtu), got)
+	if (&Publisher{}).ParallelMin != 0 || p.ParallelMin == DefaultParallelMin {
+		t.Fatal("unexpected")
+	}
+	q, _ := NewPublisher(&PublicationClaimer{Pub: pub}, nil)
+	if q.ParallelMin != DefaultParallelMin {
+		t.Fatalf("default ParallelMin %d", q.ParallelMin)
+	}
+}
+
+// TestParallelTakeAllocs: after the first take, a parallel take allocates
+// nothing per order; what remains is the engine's per-take cost of cutting
+// the book (Partitions) and walking partitions, a constant.
+func TestParallelTakeAllocs(t *testing.T) {
+	g := geometries[0]
+	for _, n := range []int{3000, 30000} {
+		e := buildEngine(t, bookSpec{instruments: 4, sources: 3, orders: n, triggers: 100})
+		f := e.Clone()
+		p, l, pub, img := newParallel(t, g, 2)
+		window := int64(l.TermWindowLength())
+		p.idle = func() error {
+			img.Drain(1 << 30)
+			pub.SetPositionLimit(img.Position() + window)
+			return nil
+		}
+		take := func() {
+			if err := p.TakeFrozen(f, testMarker); err != nil {
+				t.Fatal(err)
+			}
+		}
+		take()
+		a := testing.AllocsPerRun(10, take)
+		engineSide := testing.AllocsPerRun(10, func() {
+			for _, part := range f.Partitions(2) {
+				_, _, _ = part.Emit(nullSink{})
+			}
+			_ = f.NonOrderHash()
+		})
+		t.Logf("orders %d: %v allocations per parallel take, %v of them the engine's Partitions/Emit/NonOrderHash", n, a, engineSide)
+		if a > engineSide {
+			t.Fatalf("orders %d: %v allocations per take, engine side %v", n, a, engineSide)
+		}
+	}
+}
+
+// buildRandomBook grows a benchmark book the way a live book grows: orders
+// in random arrival order through the engine's commands, 8 instruments,
+// prices over about 2,000 ticks per side, random quantities, seeded.
+func buildRandomBook(t testing.TB, orders int) *engine.Engine {
+	t.Helper()
+	e := engine.New()
+	rng := rand.New(rand.NewPCG(1, 2))
+	seq := uint64(0)
+	apply := func(c engine.Command) {
+		seq++
+		c.Source, c.Seq = 1+seq%4, seq
+		for _, ev := range e.Apply(&c) {
+			if ev.Kind == engine.EvRejected {
+				t.Fatalf("command %+v rejected: %v", c, ev.Reason)
+			}
+		}
+	}
+	for i := 1; i <= 8; i++ {
+		apply(engine.Command{Kind: engine.CmdDefineInstrument, Instrument: uint32(i), Tick: 1, Lot: 1, MinPrice: 1, MaxPrice: 1_000_000})
+	}
+	for id := uint64(1); id <= uint64(orders); id++ {
+		c := engine.Command{Kind: engine.CmdNewOrder, Instrument: uint32(1 + rng.IntN(8)), OrderID: id, Account: 1 + rng.Uint64N(1000),
+			Type: engine.Limit, TIF: engine.GTC, Qty: 1 + rng.Int64N(1000)}
+		if rng.IntN(2) == 0 {
+			c.Side, c.Price = engine.Buy, 10_000-int64(rng.IntN(2000))
+		} else {
+			c.Side, c.Price = engine.Sell, 10_001+int64(rng.IntN(2000))
+		}
+		apply(c)
+	}
+	if e.Orders() != orders {
+		t.Fatalf("built %d orders, want %d", e.Orders(), orders)
+	}
+	return e
+}
+
+// BenchmarkTakeParallel compares a linear take and a 2-worker take of the
+// same frozen book against a drain-only reader.
+func BenchmarkTakeParallel(b *testing.B) {
+	for _, n := range []int{100_000, 1_000_000} {
+		e := buildRandomBook(b, n)
+		f := e.Clone()
+		for _, w := range []int{0, 1, 2} {
+			b.Run(fmt.Sprintf("orders%d/workers%d", n, w), func(b *testing.B) {
+				l, pub, img := newLog(b, 16<<20, 1408)
+				window := int64(l.TermWindowLength())
+				p, _ := NewPublisher(&PublicationClaimer{Pub: pub}, func() error {
+					img.Drain(1 << 30)
+					pub.SetPositionLimit(img.Position() + window)
+					return nil
+				})
+				p.ParallelMin = 0
+				if err := p.StartWorkers(w); err != nil {
+					b.Fatal(err)
+				}
+				defer p.Close()
+				if err := p.TakeFrozen(f, testMarker); err != nil { // fill the pools
+					b.Fatal(err)
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				for b.Loop() {
+					if err := p.TakeFrozen(f, testMarker); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/order")
+			})
+		}
+	}
+}
