@@ -126,3 +126,31 @@ func TestSnapshotAllocs(t *testing.T) {
 		t.Fatalf("Partition.Emit allocates %v times per take", n)
 	}
 }
+
+// TestSnapshotWithoutOrders: the stream without orders is the full stream
+// minus the resting records, and its End hash plus the partitions' sums is
+// the state hash.
+func TestSnapshotWithoutOrders(t *testing.T) {
+	e, _ := buildRandom(t, scaled(20000), 6)
+	e.Apply(&Command{Kind: CmdNewOrder, Source: 2, Seq: 1, Instrument: 1, OrderID: 1 << 40, Account: 1,
+		Side: Buy, Type: Stop, TIF: IOC, Ref: RefMark, Stop: 2000, Qty: 1})
+	f := e.Clone()
+	var full, part Hasher
+	if err := f.SnapshotTo(&full); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.SnapshotWithoutOrders(&part); err != nil {
+		t.Fatal(err)
+	}
+	if part.Orders != 0 || part.Triggers != full.Triggers || part.Sources != full.Sources || part.Instruments != full.Instruments {
+		t.Fatalf("without orders: %+v, full: %+v", part, full)
+	}
+	var sum uint64
+	for _, p := range f.Partitions(3) {
+		_, h, _ := p.Emit(nil)
+		sum += h
+	}
+	if part.EndHash != f.NonOrderHash() || part.EndHash+sum != full.EndHash || full.EndHash != e.StateHash() {
+		t.Fatalf("hashes: without orders %x, non-order %x, +partitions %x, full %x", part.EndHash, f.NonOrderHash(), part.EndHash+sum, full.EndHash)
+	}
+}

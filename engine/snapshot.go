@@ -59,8 +59,9 @@ func (w *emitter) trigger(t trigger) bool {
 }
 
 // emit streams s into sink, or only hashes it when sink is nil, and returns
-// the state hash.
-func (s *state) emit(sink Sink) (uint64, error) {
+// the state hash. Without orders it leaves out the resting-order records
+// (the header still counts them) and their digests.
+func (s *state) emit(sink Sink, withOrders bool) (uint64, error) {
 	orders, triggers := s.counts()
 	w := emitter{sink: sink, rs: sink, accts: s.accts}
 	if sink == nil {
@@ -92,6 +93,9 @@ func (s *state) emit(sink Sink) (uint64, error) {
 	}
 	resting := w.resting
 	for _, b := range s.books {
+		if !withOrders {
+			break
+		}
 		w.b = b
 		for si := range 2 {
 			w.side = Side(si + 1)
@@ -136,7 +140,7 @@ func (e *Engine) liveState() state {
 // stream while the writer goes on, use [Engine.Clone].
 func (e *Engine) SnapshotTo(s Sink) error {
 	st := e.liveState()
-	_, err := st.emit(s)
+	_, err := st.emit(s, true)
 	return err
 }
 
@@ -145,7 +149,7 @@ func (e *Engine) SnapshotTo(s Sink) error {
 // order.
 func (e *Engine) StateHash() uint64 {
 	st := e.liveState()
-	h, _ := st.emit(nil)
+	h, _ := st.emit(nil, true)
 	return h
 }
 
@@ -173,13 +177,13 @@ func (e *Engine) Clone() *Frozen {
 
 // SnapshotTo streams the frozen state to s.
 func (f *Frozen) SnapshotTo(s Sink) error {
-	_, err := f.st.emit(s)
+	_, err := f.st.emit(s, true)
 	return err
 }
 
 // StateHash returns the state hash of the frozen state.
 func (f *Frozen) StateHash() uint64 {
-	h, _ := f.st.emit(nil)
+	h, _ := f.st.emit(nil, true)
 	return h
 }
 
@@ -194,19 +198,17 @@ func (f *Frozen) Orders() uint64 {
 // hash sums of every [Partition] to it gives [Frozen.StateHash], so parallel
 // encoders can compute the End record's hash without a second walk.
 func (f *Frozen) NonOrderHash() uint64 {
-	w := emitter{}
-	w.sum = HashHeader(RecordVersion, f.st.nextSeq)
-	for _, m := range f.st.sources {
-		w.sum += HashSource(m.source, m.seq)
-	}
-	trig := w.trigger
-	for _, b := range f.st.books {
-		w.sum += HashMark(b.id, b.tick, b.lot, b.minPrice, b.maxPrice, b.lastTrade, b.mark)
-		w.b = b
-		for si := range 2 {
-			w.side = Side(si + 1)
-			b.triggers[si].Ascend(trig)
-		}
-	}
-	return w.sum
+	h, _ := f.st.emit(nil, false)
+	return h
+}
+
+// SnapshotWithoutOrders streams the frozen state to s as [Frozen.SnapshotTo]
+// does but without the resting-order records: the header (whose Orders
+// count is still the full count), sources, instruments, armed triggers and
+// End, whose state hash is [Frozen.NonOrderHash]. It is the owner's half of
+// a parallel take: the resting orders come from [Frozen.Partitions], whose
+// hash sums added to End's hash give the state hash.
+func (f *Frozen) SnapshotWithoutOrders(s Sink) error {
+	_, err := f.st.emit(s, false)
+	return err
 }

@@ -29,10 +29,8 @@ type parallel struct {
 	// per take, owner only
 	collected int // partitions whose result was received
 	stitched  bool
-	seen      uint64 // OnResting calls of the owner's walk
 	count     uint64 // orders encoded by the workers
 	sum       uint64 // sum of the partitions' hash sums
-	nonOrder  uint64
 }
 
 // partBuf is one partition's pooled buffer: a run of chunks, each an
@@ -144,12 +142,11 @@ func (p *Publisher) TakeFrozen(f *engine.Frozen, m Marker) error {
 	}
 	p.Reset(m)
 	q.parts = f.Partitions(q.workers)
-	q.collected, q.stitched, q.seen, q.count, q.sum = 0, false, 0, 0, 0
+	q.collected, q.stitched, q.count, q.sum = 0, false, 0, 0
 	for i := range q.parts {
 		q.jobs[i] <- i
 	}
-	q.nonOrder = f.NonOrderHash()
-	err := f.SnapshotTo(parSink{p})
+	err := f.SnapshotWithoutOrders(parSink{p})
 	for ; q.collected < len(q.parts); q.collected++ { // leave the workers idle
 		<-q.done[q.collected]
 	}
@@ -160,23 +157,17 @@ func (p *Publisher) TakeFrozen(f *engine.Frozen, m Marker) error {
 	return nil
 }
 
-// parSink is the owner's sink during a parallel take: records other than
-// resting orders go to the publisher; the walk's own resting orders are
-// only counted (the engine's Sink walk cannot skip them), meanwhile the
-// workers encode; when the walk leaves the orders (first armed trigger or
-// End) the workers' output is stitched in, in partition order. Nothing
-// else is claimed between the marks and that point, so the claims are the
-// linear take's.
+// parSink is the owner's sink during a parallel take: the engine streams
+// every record but the resting orders to it (SnapshotWithoutOrders) while
+// the workers encode them; where the orders belong (before the first armed
+// trigger, or End) the workers' output is stitched in, in partition order.
+// Nothing else is claimed between the marks and that point, so the claims
+// are the linear take's.
 type parSink struct{ *Publisher }
 
-// OnResting implements [engine.Sink].
+// OnResting implements [engine.Sink]; SnapshotWithoutOrders never calls it.
 func (s parSink) OnResting(uint32, engine.Side, uint64, uint64, int64, int64, uint64, engine.STP, bool) error {
-	p := s.Publisher
-	if p.err != nil {
-		return p.err
-	}
-	p.par.seen++
-	return nil
+	return s.fail(fmt.Errorf("%w: a resting order in the owner's stream of a parallel take", ErrPublish))
 }
 
 // OnArmedTrigger implements [engine.Sink].
@@ -188,22 +179,19 @@ func (s parSink) OnArmedTrigger(instrument uint32, side engine.Side, orderID, ac
 	return s.Publisher.OnArmedTrigger(instrument, side, orderID, account, typ, tif, ref, stop, price, qty, seq, stp, post)
 }
 
-// OnEnd implements [engine.Sink]: the state hash written is NonOrderHash
-// plus the partitions' hash sums, checked against the walk's.
-func (s parSink) OnEnd(sources, instruments, orders, triggers uint64, stateHash uint64) error {
+// OnEnd implements [engine.Sink]: the engine's hash here covers every
+// record but the resting orders; the state hash written adds the
+// partitions' hash sums.
+func (s parSink) OnEnd(sources, instruments, orders, triggers uint64, nonOrderHash uint64) error {
 	p := s.Publisher
 	if err := p.stitch(); err != nil {
 		return err
 	}
 	q := p.par
-	if q.count != orders || q.seen != orders {
-		return p.fail(fmt.Errorf("%w: workers encoded %d orders, walk saw %d, header says %d", ErrPublish, q.count, q.seen, orders))
+	if q.count != orders {
+		return p.fail(fmt.Errorf("%w: workers encoded %d orders, the header says %d", ErrPublish, q.count, orders))
 	}
-	h := q.nonOrder + q.sum
-	if h != stateHash {
-		return p.fail(fmt.Errorf("%w: parallel state hash %#x, walk's %#x", ErrPublish, h, stateHash))
-	}
-	return p.OnEnd(sources, instruments, orders, triggers, h)
+	return p.OnEnd(sources, instruments, orders, triggers, nonOrderHash+q.sum)
 }
 
 var errWorker = errors.New("worker failed")
