@@ -107,21 +107,14 @@ func newLog(t testing.TB, termLength, mtu int) (*logbuf.Log, *logbuf.ExclusivePu
 func capture(t testing.TB, e *engine.Engine, termLength, mtu int) [][]byte {
 	t.Helper()
 	l, pub, img := newLog(t, termLength, mtu)
-	var frags [][]byte
-	drain := func() {
-		img.Poll(func(buf []byte, off, n int, _ logbuf.Header) {
-			frags = append(frags, slices.Clone(buf[off:off+n]))
-		}, 1<<30)
-		pub.SetPositionLimit(img.Position() + int64(l.TermWindowLength()))
-	}
-	p, err := NewPublisher(&PublicationClaimer{Pub: pub}, func() error { drain(); return nil })
+	p, err := NewPublisher(&PublicationClaimer{Pub: pub}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Take(e, testMarker); err != nil {
+	frags, err := captureWith(t, p, l, pub, img, func(p *Publisher) error { return p.Take(e, testMarker) })
+	if err != nil {
 		t.Fatal(err)
 	}
-	drain()
 	if img.Position() != pub.Position() {
 		t.Fatalf("image at %d, publication at %d", img.Position(), pub.Position())
 	}
