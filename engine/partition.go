@@ -35,63 +35,64 @@ func (s *state) seg(i int) (*book, int) { return s.books[i/2], i % 2 }
 // cutting costs O(levels), never a walk of orders; a level larger than a
 // partition is cut inside by interpolating arrival sequences between its
 // first and last order. An empty book gives no partitions.
-func (f *Frozen) Partitions(n int) []Partition {
+func (f *Frozen) Partitions(n int) []Partition { return f.AppendPartitions(nil, n) }
+
+// AppendPartitions is [Frozen.Partitions] appending to dst: with enough
+// capacity in dst it allocates nothing, so a snapshot taker can reuse one
+// slice across takes.
+func (f *Frozen) AppendPartitions(dst []Partition, n int) []Partition {
 	st := &f.st
 	total, _ := st.counts()
 	if n < 1 || total == 0 {
-		return nil
+		return dst
 	}
 	if uint64(n) > total {
 		n = int(total)
 	}
+	base := len(dst)
 	target := (total + uint64(n) - 1) / uint64(n)
-	cuts := []cut{{seg: 0, whole: true}}
-	estimates := []uint64{}
-	var acc uint64 // orders in the current partition so far
-	for si := 0; si < st.segments() && len(cuts) < n; si++ {
+	// Each partition is appended when its first cut is found; its
+	// Estimate is the orders counted until the next cut.
+	dst = append(dst, Partition{st: st, from: cut{seg: 0, whole: true}})
+	parts := func() int { return len(dst) - base }
+	var acc, placed uint64 // orders in the current partition so far; in earlier ones
+	add := func(c cut, est uint64) {
+		dst[len(dst)-1].Estimate = est
+		placed += est
+		dst = append(dst, Partition{st: st, from: c})
+	}
+	for si := 0; si < st.segments() && parts() < n; si++ {
 		b, side := st.seg(si)
 		b.levels[side].Ascend(func(l *level) bool {
 			cnt := uint64(l.count)
 			var used uint64 // orders of this level already placed before a cut
-			for acc+cnt-used > target && len(cuts) < n {
+			for acc+cnt-used > target && parts() < n {
 				take := target - acc
 				if used+take == 0 {
-					cuts = append(cuts, cut{seg: si, key: order{px: b.ticks(l.price)}})
-					estimates = append(estimates, acc)
+					add(cut{seg: si, key: order{px: b.ticks(l.price)}}, acc)
 					acc = 0
 					continue
 				}
 				k, ok := levelCutKey(b, side, l, used+take)
-				if last := cuts[len(cuts)-1]; !ok || (last.seg == si && !last.whole && last.key == k) {
+				if last := dst[len(dst)-1].from; !ok || (last.seg == si && !last.whole && last.key == k) {
 					break
 				}
-				cuts = append(cuts, cut{seg: si, key: k})
-				estimates = append(estimates, acc+take)
+				add(cut{seg: si, key: k}, acc+take)
 				acc = 0
 				used += take
 			}
 			acc += cnt - used
-			return len(cuts) < n
+			return parts() < n
 		})
 	}
-	estimates = append(estimates, total-sum(estimates))
-	parts := make([]Partition, len(cuts))
-	for i := range cuts {
-		to := cut{seg: st.segments(), whole: true}
-		if i+1 < len(cuts) {
-			to = cuts[i+1]
+	dst[len(dst)-1].Estimate = total - placed
+	for i := base; i < len(dst); i++ {
+		dst[i].to = cut{seg: st.segments(), whole: true}
+		if i+1 < len(dst) {
+			dst[i].to = dst[i+1].from
 		}
-		parts[i] = Partition{st: st, from: cuts[i], to: to, Estimate: estimates[i]}
 	}
-	return parts
-}
-
-func sum(xs []uint64) uint64 {
-	var s uint64
-	for _, x := range xs {
-		s += x
-	}
-	return s
+	return dst
 }
 
 // levelCutKey picks the key that leaves about take of the level's orders

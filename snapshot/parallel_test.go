@@ -78,9 +78,11 @@ func TestParallelIdentical(t *testing.T) {
 				t.Fatal(err)
 			}
 			sameFrags(t, capture(t, e, g.term, g.mtu), want) // a frozen take is the engine's take
-			for _, w := range []int{1, 2, 3, 8} {
-				t.Run(fmt.Sprintf("mtu%d/orders%d/workers%d", g.mtu, n, w), func(t *testing.T) {
+			for _, c := range []struct{ w, per int }{{1, 0}, {2, 0}, {3, 0}, {8, 0}, {1, 7}, {2, 7}, {3, 100}, {2, no}} {
+				w := c.w
+				t.Run(fmt.Sprintf("mtu%d/orders%d/workers%d/per%d", g.mtu, n, w, c.per), func(t *testing.T) {
 					p, l, pub, img := newParallel(t, g, w)
+					p.PartitionOrders = c.per
 					for range 2 { // the second take reuses the pooled buffers
 						got, err := captureWith(t, p, l, pub, img, func(p *Publisher) error { return p.TakeFrozen(f, testMarker) })
 						if err != nil {
@@ -111,8 +113,9 @@ func TestParallelWorkerFailure(t *testing.T) {
 	e := buildEngine(t, bookSpec{instruments: 3, sources: 2, orders: 500, triggers: 7})
 	f := e.Clone()
 	want := capture(t, e, g.term, g.mtu)
-	for _, bad := range []int{0, 1, 2} {
+	for _, bad := range []int{0, 1, 2, 7, 12} {
 		p, l, pub, img := newParallel(t, g, 3)
+		p.PartitionOrders = 40 // 13 partitions through 6 slots
 		injected := errors.New("injected")
 		p.par.fail = func(part int) error {
 			if part == bad {
@@ -236,8 +239,9 @@ func BenchmarkTakeParallel(b *testing.B) {
 	for _, n := range []int{100_000, 1_000_000} {
 		e := buildRandomBook(b, n)
 		f := e.Clone()
-		for _, w := range []int{0, 1, 2} {
-			b.Run(fmt.Sprintf("orders%d/workers%d", n, w), func(b *testing.B) {
+		for _, c := range []struct{ w, per int }{{0, 0}, {1, 0}, {2, 0}, {2, 16384}, {2, 262144}} {
+			w := c.w
+			b.Run(fmt.Sprintf("orders%d/workers%d/per%d", n, w, c.per), func(b *testing.B) {
 				l, pub, img := newLog(b, 16<<20, 1408)
 				window := int64(l.TermWindowLength())
 				p, _ := NewPublisher(&PublicationClaimer{Pub: pub}, func() error {
@@ -245,7 +249,7 @@ func BenchmarkTakeParallel(b *testing.B) {
 					pub.SetPositionLimit(img.Position() + window)
 					return nil
 				})
-				p.ParallelMin = 0
+				p.ParallelMin, p.PartitionOrders = 0, c.per
 				if err := p.StartWorkers(w); err != nil {
 					b.Fatal(err)
 				}

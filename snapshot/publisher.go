@@ -83,6 +83,12 @@ type Publisher struct {
 	// [Publisher.StartWorkers]); smaller books are taken linearly.
 	// NewPublisher sets it to [DefaultParallelMin].
 	ParallelMin int
+	// PartitionOrders is about how many resting orders one partition of a
+	// parallel take holds (0: DefaultPartitionOrders). Smaller partitions
+	// let the owner start stitching sooner and bound the pooled buffers
+	// (2 per worker, each about PartitionOrders*47 bytes); larger ones cost
+	// fewer hand-offs.
+	PartitionOrders int
 	par         *parallel
 }
 

@@ -36,6 +36,21 @@ func checkPartitions(t *testing.T, what string, f *engine.Frozen, ns ...int) {
 	}
 	for _, n := range ns {
 		parts := f.Partitions(n)
+		// AppendPartitions appends the same partitions after what dst
+		// holds and, with room in dst, allocates nothing.
+		pre := make([]engine.Partition, 1, 1+len(parts)+1)
+		app := f.AppendPartitions(pre, n)
+		if len(app) != 1+len(parts) {
+			t.Fatalf("%s: AppendPartitions(%d) appended %d partitions, Partitions gave %d", what, n, len(app)-1, len(parts))
+		}
+		for i := range parts {
+			if app[1+i] != parts[i] {
+				t.Fatalf("%s: AppendPartitions(%d)[%d] differs from Partitions", what, n, i)
+			}
+		}
+		if a := testing.AllocsPerRun(5, func() { app = f.AppendPartitions(app[:0], n) }); a != 0 {
+			t.Fatalf("%s: AppendPartitions(%d) into a reused slice: %v allocations", what, n, a)
+		}
 		if n <= 0 {
 			if len(parts) != 0 {
 				t.Fatalf("%s: Partitions(%d) gave %d partitions", what, n, len(parts))
