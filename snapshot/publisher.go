@@ -89,7 +89,7 @@ type Publisher struct {
 	// (2 per worker, each about PartitionOrders*47 bytes); larger ones cost
 	// fewer hand-offs.
 	PartitionOrders int
-	par         *parallel
+	par             *parallel
 }
 
 // NewPublisher returns a publisher writing through c. While c is
