@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"flag"
+	"slices"
 	"testing"
 
 	"github.com/matchlog/matchlog/engine"
@@ -132,3 +134,15 @@ func TestBookSpec(t *testing.T) {
 		t.Fatal("restored engine has a different state hash")
 	}
 }
+
+var snap5M = flag.Bool("snap5m", false, "also run the snapshot benchmarks at 5M orders")
+
+func snapSizes() []int {
+	if *snap5M {
+		return append(slices.Clone(SnapSizes), BigOrders)
+	}
+	return SnapSizes
+}
+
+func BenchmarkSnapshotTake(b *testing.B)    { BenchSnapshotTake(b, snapSizes()) }
+func BenchmarkSnapshotRestore(b *testing.B) { BenchSnapshotRestore(b, snapSizes()) }

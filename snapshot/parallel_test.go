@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -163,14 +162,15 @@ func TestParallelThreshold(t *testing.T) {
 }
 
 // TestParallelTakeAllocs: after the first take, a parallel take allocates
-// nothing per order; what remains is the engine's per-take cost of cutting
-// the book (Partitions) and walking partitions, a constant.
+// nothing at all: the partitions are cut into a reused slice and encoded
+// into pooled slots.
 func TestParallelTakeAllocs(t *testing.T) {
 	g := geometries[0]
 	for _, n := range []int{3000, 30000} {
 		e := buildEngine(t, bookSpec{instruments: 4, sources: 3, orders: n, triggers: 100})
 		f := e.Clone()
 		p, l, pub, img := newParallel(t, g, 2)
+		p.PartitionOrders = 1000
 		window := int64(l.TermWindowLength())
 		p.idle = func() error {
 			img.Drain(1 << 30)
@@ -183,89 +183,8 @@ func TestParallelTakeAllocs(t *testing.T) {
 			}
 		}
 		take()
-		a := testing.AllocsPerRun(10, take)
-		engineSide := testing.AllocsPerRun(10, func() {
-			for _, part := range f.Partitions(2) {
-				_, _, _ = part.Emit(nullSink{})
-			}
-			_ = f.NonOrderHash()
-		})
-		t.Logf("orders %d: %v allocations per parallel take, %v of them the engine's Partitions/Emit/NonOrderHash", n, a, engineSide)
-		if a > engineSide {
-			t.Fatalf("orders %d: %v allocations per take, engine side %v", n, a, engineSide)
-		}
-	}
-}
-
-// buildRandomBook grows a benchmark book the way a live book grows: orders
-// in random arrival order through the engine's commands, 8 instruments,
-// prices over about 2,000 ticks per side, random quantities, seeded.
-func buildRandomBook(t testing.TB, orders int) *engine.Engine {
-	t.Helper()
-	e := engine.New()
-	rng := rand.New(rand.NewPCG(1, 2))
-	seq := uint64(0)
-	apply := func(c engine.Command) {
-		seq++
-		c.Source, c.Seq = 1+seq%4, seq
-		for _, ev := range e.Apply(&c) {
-			if ev.Kind == engine.EvRejected {
-				t.Fatalf("command %+v rejected: %v", c, ev.Reason)
-			}
-		}
-	}
-	for i := 1; i <= 8; i++ {
-		apply(engine.Command{Kind: engine.CmdDefineInstrument, Instrument: uint32(i), Tick: 1, Lot: 1, MinPrice: 1, MaxPrice: 1_000_000})
-	}
-	for id := uint64(1); id <= uint64(orders); id++ {
-		c := engine.Command{Kind: engine.CmdNewOrder, Instrument: uint32(1 + rng.IntN(8)), OrderID: id, Account: 1 + rng.Uint64N(1000),
-			Type: engine.Limit, TIF: engine.GTC, Qty: 1 + rng.Int64N(1000)}
-		if rng.IntN(2) == 0 {
-			c.Side, c.Price = engine.Buy, 10_000-int64(rng.IntN(2000))
-		} else {
-			c.Side, c.Price = engine.Sell, 10_001+int64(rng.IntN(2000))
-		}
-		apply(c)
-	}
-	if e.Orders() != orders {
-		t.Fatalf("built %d orders, want %d", e.Orders(), orders)
-	}
-	return e
-}
-
-// BenchmarkTakeParallel compares a linear take and a 2-worker take of the
-// same frozen book against a drain-only reader.
-func BenchmarkTakeParallel(b *testing.B) {
-	for _, n := range []int{100_000, 1_000_000} {
-		e := buildRandomBook(b, n)
-		f := e.Clone()
-		for _, c := range []struct{ w, per int }{{0, 0}, {1, 0}, {2, 0}, {2, 16384}, {2, 262144}} {
-			w := c.w
-			b.Run(fmt.Sprintf("orders%d/workers%d/per%d", n, w, c.per), func(b *testing.B) {
-				l, pub, img := newLog(b, 16<<20, 1408)
-				window := int64(l.TermWindowLength())
-				p, _ := NewPublisher(&PublicationClaimer{Pub: pub}, func() error {
-					img.Drain(1 << 30)
-					pub.SetPositionLimit(img.Position() + window)
-					return nil
-				})
-				p.ParallelMin, p.PartitionOrders = 0, c.per
-				if err := p.StartWorkers(w); err != nil {
-					b.Fatal(err)
-				}
-				defer p.Close()
-				if err := p.TakeFrozen(f, testMarker); err != nil { // fill the pools
-					b.Fatal(err)
-				}
-				b.ReportAllocs()
-				b.ResetTimer()
-				for b.Loop() {
-					if err := p.TakeFrozen(f, testMarker); err != nil {
-						b.Fatal(err)
-					}
-				}
-				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/order")
-			})
+		if a := testing.AllocsPerRun(10, take); a != 0 {
+			t.Fatalf("orders %d: %v allocations per parallel take", n, a)
 		}
 	}
 }

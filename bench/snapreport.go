@@ -1,0 +1,328 @@
+package bench
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"runtime"
+	"slices"
+	"time"
+
+	"github.com/matchlog/matchlog/engine"
+	"github.com/matchlog/matchlog/snapshot"
+)
+
+// SnapOptions configure [SnapshotReport].
+type SnapOptions struct {
+	Orders  int // resting orders in the book (default 1M)
+	Workers int // parallel workers; 0 measures the linear take only
+	Takes   int // timed takes of each kind, and restores (default 7)
+	MTU     int // default 1,408
+	Seed    uint64
+	// Progress, if not nil, receives a line per stage.
+	Progress io.Writer
+}
+
+// SnapReport is the snapshot report: take and restore of the snapshot
+// benchmark book ([SnapshotBook]), one JSON object.
+type SnapReport struct {
+	Date       string `json:"date"`
+	GoVersion  string `json:"go_version"`
+	GOMAXPROCS int    `json:"gomaxprocs"`
+	NumCPU     int    `json:"num_cpu"`
+
+	Orders  int `json:"orders"`
+	Workers int `json:"workers"`
+	MTU     int `json:"mtu"`
+	Takes   int `json:"takes"`
+
+	// Takes against a drain-only reader, linear and parallel alternating
+	// in one run; each figure the median over the takes. Speedup is the
+	// median of the per-round ratios linear/parallel.
+	LinearNsPerOrder   float64 `json:"linear_ns_per_order"`
+	ParallelNsPerOrder float64 `json:"parallel_ns_per_order"`
+	Speedup            float64 `json:"speedup"`
+	// Take duration of the configured mode (parallel when Workers > 0).
+	TakeMsP50       float64 `json:"take_ms_p50"`
+	TakeMsP99       float64 `json:"take_ms_p99"`
+	LinearTakeMsP50 float64 `json:"linear_take_ms_p50"`
+
+	// Restore of a captured stream into a fresh engine, in a separate
+	// pass; the median over Takes restores.
+	RestoreNsPerOrder float64 `json:"restore_ns_per_order"`
+
+	WireBytesPerOrder float64 `json:"wire_bytes_per_order"` // log bytes of one snapshot / orders
+	HeapBytesPerOrder float64 `json:"heap_bytes_per_order"` // live heap of the built book / orders
+	BuildNsPerOrder   float64 `json:"build_ns_per_order"`
+	// AllocsPerTake is the mean of the heap allocations (runtime.MemStats
+	// Mallocs, all goroutines) over the timed takes of both kinds, after a
+	// warm-up round; AllocsMaxTake the most in any one take. The takes'
+	// own code allocates nothing (testing.AllocsPerRun in the snapshot
+	// tests); what this counter can still catch is the runtime's own
+	// bookkeeping, e.g. a new goroutine record for one of its background
+	// workers: 2 in 200 parallel takes in one measurement.
+	AllocsPerTake float64 `json:"allocs_per_take"`
+	AllocsMaxTake float64 `json:"allocs_max_take"`
+
+	// Identical: every checked parallel take (one per round, untimed, read
+	// frame by frame) equals the linear take byte for byte.
+	Identical bool `json:"identical"`
+	// StateHashEqual: every restore has the book's state hash.
+	StateHashEqual bool `json:"state_hash_equal"`
+
+	LoadAvgStart [3]float64 `json:"load_avg_start"`
+	LoadAvg      [3]float64 `json:"load_avg"`
+	Loaded       bool       `json:"loaded"` // load above the CPU count at start or end
+
+	Targets map[string]Target `json:"targets"`
+}
+
+// SnapshotReport builds the snapshot benchmark book and measures takes
+// (linear and, with workers, parallel, interleaved), byte identity,
+// restore, wire size, heap and allocations.
+func SnapshotReport(o SnapOptions) (*SnapReport, error) {
+	if o.Orders <= 0 {
+		o.Orders = MOrders
+	}
+	if o.Takes <= 0 {
+		o.Takes = 7
+	}
+	if o.MTU == 0 {
+		o.MTU = 1408
+	}
+	if o.Seed == 0 {
+		o.Seed = 1
+	}
+	logf := func(format string, args ...any) {
+		if o.Progress != nil {
+			fmt.Fprintf(o.Progress, "bench snapshot: "+format+"\n", args...)
+		}
+	}
+	r := &SnapReport{Date: time.Now().UTC().Format(time.RFC3339), GoVersion: runtime.Version(),
+		GOMAXPROCS: runtime.GOMAXPROCS(0), NumCPU: runtime.NumCPU(),
+		Orders: o.Orders, Workers: o.Workers, MTU: o.MTU, Takes: o.Takes, LoadAvgStart: LoadAvg()}
+
+	logf("building %d orders through commands", o.Orders)
+	h0 := liveHeap()
+	t0 := time.Now()
+	e, err := SnapshotBook(o.Orders, o.Seed)
+	if err != nil {
+		return nil, err
+	}
+	r.BuildNsPerOrder = float64(time.Since(t0).Nanoseconds()) / float64(o.Orders)
+	r.HeapBytesPerOrder = float64(liveHeap()-h0) / float64(o.Orders)
+	f := e.Clone()
+	want := f.StateHash()
+
+	logf("capturing the linear stream")
+	ref, err := Capture(f, o.MTU)
+	if err != nil {
+		return nil, err
+	}
+
+	lin, err := NewSnapRig(o.MTU, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer lin.Close()
+	var par *SnapRig
+	if o.Workers > 0 {
+		if par, err = NewSnapRig(o.MTU, o.Workers); err != nil {
+			return nil, err
+		}
+		defer par.Close()
+	}
+	wire, err := lin.Take(f) // warm-up
+	if err != nil {
+		return nil, err
+	}
+	r.WireBytesPerOrder = float64(wire) / float64(o.Orders)
+	if par != nil {
+		if _, err := par.Take(f); err != nil {
+			return nil, err
+		}
+	}
+
+	r.Identical = par != nil
+	var linMs, parMs, ratios []float64
+	var allocSum float64
+	timed := func(rig *SnapRig) (float64, float64, error) {
+		var m0, m1 runtime.MemStats
+		runtime.ReadMemStats(&m0)
+		t := time.Now()
+		_, err := rig.Take(f)
+		d := time.Since(t)
+		runtime.ReadMemStats(&m1)
+		return float64(d.Nanoseconds()) / 1e6, float64(m1.Mallocs - m0.Mallocs), err
+	}
+	// One collection before the rounds, none between takes: a collection
+	// empties the runtime's caches (sudogs among them), and refilling them
+	// would be counted as a take's allocations. Takes allocate nothing, so
+	// no collection starts during one.
+	// Round 0 is a warm-up, not reported: the runtime starts the threads
+	// and fills the caches the rounds need (a new OS thread costs the
+	// runtime a few allocations, a goroutine's first wait on a channel
+	// one).
+	runtime.GC()
+	for i := 0; i <= o.Takes; i++ {
+		ms, allocs, err := timed(lin)
+		if err != nil {
+			return nil, err
+		}
+		if i > 0 {
+			linMs = append(linMs, ms)
+			r.AllocsMaxTake = max(r.AllocsMaxTake, allocs)
+			allocSum += allocs
+		}
+		if par == nil {
+			logf("round %d/%d: linear %.1f ms (%.0f allocations)", i, o.Takes, ms, allocs)
+			continue
+		}
+		pms, pallocs, err := timed(par)
+		if err != nil {
+			return nil, err
+		}
+		if i > 0 {
+			parMs = append(parMs, pms)
+			ratios = append(ratios, ms/pms)
+			r.AllocsMaxTake = max(r.AllocsMaxTake, pallocs)
+			allocSum += pallocs
+		}
+		same, err := sameAs(par, f, ref)
+		if err != nil {
+			return nil, err
+		}
+		r.Identical = r.Identical && same
+		logf("round %d/%d: linear %.1f ms (%.0f allocations), %d workers %.1f ms (%.0f allocations), identical %v", i, o.Takes, ms, allocs, o.Workers, pms, pallocs, same)
+	}
+	r.AllocsPerTake = allocSum / float64(len(linMs)+len(parMs))
+	perOrder := func(ms float64) float64 { return ms * 1e6 / float64(o.Orders) }
+	r.LinearNsPerOrder = perOrder(Median(linMs))
+	r.LinearTakeMsP50 = Median(linMs)
+	r.TakeMsP50, r.TakeMsP99 = Median(linMs), pct(linMs, 0.99)
+	if par != nil {
+		r.ParallelNsPerOrder = perOrder(Median(parMs))
+		r.Speedup = Median(ratios)
+		r.TakeMsP50, r.TakeMsP99 = Median(parMs), pct(parMs, 0.99)
+	}
+
+	logf("restoring %d times", o.Takes)
+	var restNs []float64
+	r.StateHashEqual = true
+	var l snapshot.Loader
+	for range o.Takes {
+		runtime.GC()
+		t := time.Now()
+		got, _, err := l.Load(ref.Source(), SnapLoad)
+		d := time.Since(t)
+		if err != nil {
+			return nil, err
+		}
+		restNs = append(restNs, float64(d.Nanoseconds())/float64(o.Orders))
+		r.StateHashEqual = r.StateHashEqual && got.StateHash() == want && got.Orders() == o.Orders
+	}
+	r.RestoreNsPerOrder = Median(restNs)
+	runtime.KeepAlive(e)
+
+	r.LoadAvg = LoadAvg()
+	r.Loaded = r.LoadAvgStart[0] > float64(r.NumCPU) || r.LoadAvg[0] > float64(r.NumCPU)
+	r.targets()
+	return r, nil
+}
+
+// sameAs takes f on rig reading every frame, and reports whether the frames
+// equal ref's.
+func sameAs(rig *SnapRig, f *engine.Frozen, ref Frames) (bool, error) {
+	i, same := 0, true
+	rig.Reader = func(p []byte) {
+		if i >= len(ref) || !bytes.Equal(p, ref[i]) {
+			same = false
+		}
+		i++
+	}
+	defer func() { rig.Reader = nil }()
+	if _, err := rig.Take(f); err != nil {
+		return false, err
+	}
+	return same && i == len(ref), nil
+}
+
+func liveHeap() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// pct is the p-th quantile of xs by the nearest-rank rule.
+func pct(xs []float64, p float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	i := int(float64(len(s))*p+0.999999) - 1
+	return s[min(max(i, 0), len(s)-1)]
+}
+
+func (r *SnapReport) targets() {
+	r.Targets = map[string]Target{
+		"linear_ns_per_order":  {r.LinearNsPerOrder, "<= 25", r.LinearNsPerOrder <= 25},
+		"restore_ns_per_order": {r.RestoreNsPerOrder, "<= 120", r.RestoreNsPerOrder <= 120},
+		"wire_bytes_per_order": {r.WireBytesPerOrder, "<= 82", r.WireBytesPerOrder <= 82},
+		"allocs_per_take":      {r.AllocsPerTake, "0", r.AllocsPerTake == 0},
+		"state_hash_equal":     {b2f(r.StateHashEqual), "true", r.StateHashEqual},
+	}
+	if r.Workers > 0 {
+		r.Targets["speedup"] = Target{r.Speedup, ">= 1.6", r.Speedup >= 1.6}
+		r.Targets["identical"] = Target{b2f(r.Identical), "true", r.Identical}
+	}
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// WriteTable prints the report for people.
+func (r *SnapReport) WriteTable(w io.Writer) error {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "snapshot: %d orders, MTU %d, %d workers, %d takes each (%s, GOMAXPROCS %d, %s)\n",
+		r.Orders, r.MTU, r.Workers, r.Takes, r.GoVersion, r.GOMAXPROCS, r.Date)
+	fmt.Fprintf(&b, "load average %.2f %.2f %.2f at start, %.2f %.2f %.2f at end\n",
+		r.LoadAvgStart[0], r.LoadAvgStart[1], r.LoadAvgStart[2], r.LoadAvg[0], r.LoadAvg[1], r.LoadAvg[2])
+	if r.Loaded {
+		fmt.Fprintf(&b, "WARNING: load average above %d CPUs: these figures are upper bounds\n", r.NumCPU)
+	}
+	row := func(name, val, key string) {
+		t, ok := r.Targets[key]
+		mark := ""
+		if ok {
+			mark = "target " + t.Target + ": "
+			if t.Met {
+				mark += "met"
+			} else {
+				mark += "not met"
+			}
+		}
+		fmt.Fprintf(&b, "  %-28s %-22s %s\n", name, val, mark)
+	}
+	row("linear take", fmt.Sprintf("%.1f ns/order", r.LinearNsPerOrder), "linear_ns_per_order")
+	if r.Workers > 0 {
+		row(fmt.Sprintf("parallel take, %d workers", r.Workers), fmt.Sprintf("%.1f ns/order", r.ParallelNsPerOrder), "")
+		row("speedup", fmt.Sprintf("%.2fx", r.Speedup), "speedup")
+		row("identical to linear", fmt.Sprint(r.Identical), "identical")
+	}
+	row("take time p50 / p99", fmt.Sprintf("%.1f / %.1f ms", r.TakeMsP50, r.TakeMsP99), "")
+	row("restore", fmt.Sprintf("%.1f ns/order", r.RestoreNsPerOrder), "restore_ns_per_order")
+	row("state hash equal", fmt.Sprint(r.StateHashEqual), "state_hash_equal")
+	row("wire", fmt.Sprintf("%.1f B/order", r.WireBytesPerOrder), "wire_bytes_per_order")
+	row("allocations per take", fmt.Sprintf("%.2f (most %.0f)", r.AllocsPerTake, r.AllocsMaxTake), "allocs_per_take")
+	row("heap", fmt.Sprintf("%.1f B/order", r.HeapBytesPerOrder), "")
+	row("book build", fmt.Sprintf("%.0f ns/order", r.BuildNsPerOrder), "")
+	_, err := w.Write(b.Bytes())
+	return err
+}

@@ -1,0 +1,268 @@
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/matchlog/matchlog/engine"
+	"github.com/matchlog/matchlog/internal/logbuf"
+	"github.com/matchlog/matchlog/sbe/aeronclustersbe"
+	"github.com/matchlog/matchlog/snapshot"
+)
+
+// Snapshot benchmark book: the shape issue 4 fixes.
+const (
+	SnapInstruments = 8
+	SnapTicks       = 2_000 // price levels a side an instrument spreads over
+	SnapSources     = 4
+	snapBid         = 10_000 // best possible bid; asks start one tick above
+)
+
+// SnapshotBook grows the snapshot benchmark book the way a live book
+// grows: orders new-order commands in random arrival order, SnapInstruments
+// instruments, prices uniform over SnapTicks ticks a side (bids at or below
+// 10,000, asks above it, so nothing crosses), quantities uniform in
+// 1..1,000, accounts in 1..1,000, commands from SnapSources sources;
+// seeded. It never restores a snapshot: a restored book's memory is laid
+// out in walk order and would take faster than a book that grew.
+func SnapshotBook(orders int, seed uint64) (*engine.Engine, error) {
+	e := engine.New()
+	rng := rand.New(rand.NewPCG(seed, 0x5a9))
+	var seq uint64
+	var c engine.Command
+	apply := func() error {
+		seq++
+		c.Source, c.Seq = 1+seq%SnapSources, seq
+		for _, ev := range e.Apply(&c) {
+			if ev.Kind == engine.EvRejected {
+				return fmt.Errorf("bench: snapshot book: command %d rejected: %v", seq, ev.Reason)
+			}
+		}
+		return nil
+	}
+	for i := 1; i <= SnapInstruments; i++ {
+		c = engine.Command{Kind: engine.CmdDefineInstrument, Instrument: uint32(i), Tick: 1, Lot: 1, MinPrice: 1, MaxPrice: 1_000_000}
+		if err := apply(); err != nil {
+			return nil, err
+		}
+	}
+	for id := uint64(1); id <= uint64(orders); id++ {
+		c = engine.Command{Kind: engine.CmdNewOrder, Instrument: uint32(1 + rng.IntN(SnapInstruments)), OrderID: id,
+			Account: 1 + rng.Uint64N(1000), Type: engine.Limit, TIF: engine.GTC, Qty: 1 + rng.Int64N(1000)}
+		if rng.IntN(2) == 0 {
+			c.Side, c.Price = engine.Buy, snapBid-int64(rng.IntN(SnapTicks))
+		} else {
+			c.Side, c.Price = engine.Sell, snapBid+1+int64(rng.IntN(SnapTicks))
+		}
+		if err := apply(); err != nil {
+			return nil, err
+		}
+	}
+	if e.Orders() != orders {
+		return nil, fmt.Errorf("bench: snapshot book: %d orders rest, want %d", e.Orders(), orders)
+	}
+	return e, nil
+}
+
+// SnapMarker frames the benchmark snapshots; SnapLoad is its load options.
+var (
+	SnapMarker = snapshot.Marker{TypeID: snapshot.ServiceSnapshotTypeID, LogPosition: 0, LeadershipTermID: 0,
+		TimeUnit: aeronclustersbe.ClusterTimeUnitNANOS, AppVersion: 1}
+	SnapLoad = snapshot.LoadOptions{TypeID: snapshot.ServiceSnapshotTypeID, AppVersion: 1}
+)
+
+// SnapTermLength is the term length of the benchmark log: 16 MiB, so a
+// term window (8 MiB) holds several thousand full batches at either MTU.
+const SnapTermLength = 16 << 20
+
+// SnapRig is a publisher over an in-memory log whose only reader is a
+// drain: the publisher's idle function (called when back-pressured)
+// advances the image over whatever was committed and moves the position
+// limit a term window ahead. It is the take with the cheapest possible
+// consumer: what is timed is the encode, never a reader's work.
+type SnapRig struct {
+	Log *logbuf.Log
+	Pub *logbuf.ExclusivePublication
+	Img *logbuf.Image
+	P   *snapshot.Publisher
+	// Reader, when set, is called with each committed frame's payload
+	// instead of draining (for checks, not for timing).
+	Reader func(payload []byte)
+}
+
+// NewSnapRig builds a rig at the given MTU with workers encoding goroutines
+// (0: linear only). Close it to stop the workers.
+func NewSnapRig(mtu, workers int) (*SnapRig, error) {
+	l, err := logbuf.New(SnapTermLength, mtu, 0, 1, 106)
+	if err != nil {
+		return nil, err
+	}
+	r := &SnapRig{Log: l, Pub: l.Publication(), Img: l.Image()}
+	window := int64(l.TermWindowLength())
+	r.P, err = snapshot.NewPublisher(&snapshot.PublicationClaimer{Pub: r.Pub}, func() error {
+		r.drain()
+		r.Pub.SetPositionLimit(r.Img.Position() + window)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	r.P.ParallelMin = 0
+	if err := r.P.StartWorkers(workers); err != nil {
+		return nil, err
+	}
+	r.Pub.SetPositionLimit(window)
+	return r, nil
+}
+
+func (r *SnapRig) drain() {
+	if r.Reader == nil {
+		r.Img.Drain(1 << 30)
+		return
+	}
+	r.Img.Poll(func(buf []byte, off, n int, _ logbuf.Header) { r.Reader(buf[off : off+n]) }, 1<<30)
+}
+
+// Take takes f (through the workers when the rig has any) and drains the
+// rest; it returns the bytes the snapshot occupies in the log.
+func (r *SnapRig) Take(f *engine.Frozen) (int64, error) {
+	start := r.Pub.Position()
+	if err := r.P.TakeFrozen(f, SnapMarker); err != nil {
+		return 0, err
+	}
+	r.drain()
+	r.Pub.SetPositionLimit(r.Img.Position() + int64(r.Log.TermWindowLength()))
+	return r.Pub.Position() - start, nil
+}
+
+// Close stops the rig's workers.
+func (r *SnapRig) Close() error { return r.P.Close() }
+
+// Frames is a snapshot captured as copies of its frames' payloads, in
+// order: the input of a restore measured apart from any take.
+type Frames [][]byte
+
+// Capture takes f linearly at the given MTU and returns its frames.
+func Capture(f *engine.Frozen, mtu int) (Frames, error) {
+	r, err := NewSnapRig(mtu, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	var fr Frames
+	r.Reader = func(p []byte) { fr = append(fr, append([]byte(nil), p...)) }
+	if _, err := r.Take(f); err != nil {
+		return nil, err
+	}
+	return fr, nil
+}
+
+// Source returns a fresh snapshot.FragmentSource over the frames.
+func (fr Frames) Source() snapshot.FragmentSource { return &frameSource{frames: fr} }
+
+type frameSource struct {
+	frames Frames
+	i      int
+	pos    int64
+}
+
+func (s *frameSource) Poll(h snapshot.FragmentHandler, limit int) int {
+	n := 0
+	for n < limit && s.i < len(s.frames) {
+		f := s.frames[s.i]
+		s.i++
+		s.pos += int64(logbuf.Align(len(f)+logbuf.HeaderLength, logbuf.FrameAlignment))
+		h(f, 0, len(f), s.pos)
+		n++
+	}
+	return n
+}
+
+// errDiffer reports a parallel take that is not the linear take's bytes.
+var errDiffer = errors.New("bench: parallel snapshot differs from the linear one")
+
+// SnapSizes are the snapshot benchmarks' default book sizes; 5M is added by
+// the bench package's -snap5m test flag.
+var SnapSizes = []int{10_000, 100_000, 1_000_000}
+
+// snapBooks caches frozen benchmark books by size within a process.
+var snapBooks = map[int]*engine.Frozen{}
+
+func snapBook(b *testing.B, n int) *engine.Frozen {
+	if f, ok := snapBooks[n]; ok {
+		return f
+	}
+	e, err := SnapshotBook(n, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	f := e.Clone()
+	snapBooks[n] = f
+	return f
+}
+
+// BenchSnapshotTake times takes of the snapshot book against a drain-only
+// reader, linear and with 2 workers, at MTU 1,408, one take per op, after
+// one untimed take that fills the pools. Metrics: ns/order, wire-B/order
+// (log bytes of one snapshot per resting order), allocs/op.
+func BenchSnapshotTake(b *testing.B, sizes []int) {
+	for _, n := range sizes {
+		for _, w := range []int{0, 2} {
+			name := "linear"
+			if w > 0 {
+				name = fmt.Sprintf("workers=%d", w)
+			}
+			b.Run(sizeName(n)+"/"+name, func(b *testing.B) {
+				f := snapBook(b, n)
+				r, err := NewSnapRig(1408, w)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer r.Close()
+				wire, err := r.Take(f)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				for b.Loop() {
+					if _, err := r.Take(f); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/order")
+				b.ReportMetric(float64(wire)/float64(n), "wire-B/order")
+			})
+		}
+	}
+}
+
+// BenchSnapshotRestore times a strict load of a captured snapshot of the
+// benchmark book into a fresh engine, one restore per op; the captured
+// frames are in memory, so no take and no log is in the timing.
+func BenchSnapshotRestore(b *testing.B, sizes []int) {
+	for _, n := range sizes {
+		b.Run(sizeName(n), func(b *testing.B) {
+			f := snapBook(b, n)
+			fr, err := Capture(f, 1408)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var l snapshot.Loader
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				e, _, err := l.Load(fr.Source(), SnapLoad)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if e.Orders() != n {
+					b.Fatalf("restored %d orders, want %d", e.Orders(), n)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/order")
+		})
+	}
+}

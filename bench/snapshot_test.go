@@ -1,0 +1,63 @@
+package bench
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+// TestSnapshotReport runs the snapshot report on a small book and checks
+// what it must always find: identical parallel output, restores with the
+// book's state hash, a plausible wire size, and every field the CLI's
+// JSON promises.
+func TestSnapshotReport(t *testing.T) {
+	r, err := SnapshotReport(SnapOptions{Orders: 5_000, Workers: 2, Takes: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Identical || !r.StateHashEqual {
+		t.Fatalf("identical %v, state hash equal %v", r.Identical, r.StateHashEqual)
+	}
+	// 47-byte entries, 29 to a 1,408-byte frame: 48.6 bytes an order plus
+	// the few fixed messages.
+	if r.WireBytesPerOrder < 47 || r.WireBytesPerOrder > 52 {
+		t.Fatalf("wire %.1f bytes/order", r.WireBytesPerOrder)
+	}
+	if r.LinearNsPerOrder <= 0 || r.ParallelNsPerOrder <= 0 || r.Speedup <= 0 || r.RestoreNsPerOrder <= 0 || r.HeapBytesPerOrder <= 0 {
+		t.Fatalf("missing figures: %+v", r)
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"orders", "workers", "mtu", "takes", "linear_ns_per_order", "parallel_ns_per_order", "speedup",
+		"take_ms_p50", "take_ms_p99", "restore_ns_per_order", "wire_bytes_per_order", "heap_bytes_per_order",
+		"allocs_per_take", "identical", "state_hash_equal", "load_avg", "gomaxprocs"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("JSON has no %q", k)
+		}
+	}
+}
+
+// TestSnapshotBook: the book rests exactly the orders asked for, on every
+// instrument and both sides, and the same seed builds the same book.
+func TestSnapshotBook(t *testing.T) {
+	a, err := SnapshotBook(3_000, 9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := SnapshotBook(3_000, 9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := SnapshotBook(3_000, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Orders() != 3_000 || a.StateHash() != b.StateHash() || a.StateHash() == c.StateHash() {
+		t.Fatalf("orders %d, hashes %x %x %x", a.Orders(), a.StateHash(), b.StateHash(), c.StateHash())
+	}
+}
