@@ -7,7 +7,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/matchlog/matchlog/engine"
 	"github.com/matchlog/matchlog/internal/logbuf"
 )
 
