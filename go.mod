@@ -6,6 +6,7 @@ require (
 	github.com/google/btree v1.1.3
 	github.com/lirm/aeron-go v0.0.0-20240606170339-8b05ad14e456
 	github.com/tidwall/btree v1.8.2
+	golang.org/x/sys v0.17.0
 )
 
 require (
@@ -16,6 +17,5 @@ require (
 	github.com/stretchr/testify v1.8.4 // indirect
 	go.uber.org/multierr v1.11.0 // indirect
 	go.uber.org/zap v1.26.0 // indirect
-	golang.org/x/sys v0.17.0 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 )
