@@ -8,30 +8,59 @@ import (
 	"time"
 
 	"github.com/matchlog/matchlog/engine/enginetest"
+	"github.com/matchlog/matchlog/snapshot/snaptest"
 )
 
-// runDiff is [enginetest.RunDiff]; tests replace it.
-var runDiff = enginetest.RunDiff
+// runDiff is [enginetest.RunDiff] and runRestoreDiff is
+// [snaptest.RunRestoreDiff]; tests replace them.
+var (
+	runDiff        = enginetest.RunDiff
+	runRestoreDiff = snaptest.RunRestoreDiff
+)
 
 // runDifftest runs `matchlog difftest`: the B-tree engine and the model on
-// one seeded random stream, through [enginetest.RunDiff].
+// one seeded random stream, with snapshots of the engine restored and
+// continued along the way (through [snaptest.RunRestoreDiff]), or without
+// them (--snapshots=false, through [enginetest.RunDiff]).
 func runDifftest(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("difftest", flag.ContinueOnError)
 	seed := fs.Int64("seed", 1, "seed of the random command stream")
 	n := fs.Int("commands", 1_000_000, "number of commands")
 	check := fs.Bool("check", false, "also run the engine's structure checker after every command (slow)")
+	snapshots := fs.Bool("snapshots", true, "take snapshots at random points, restore them into fresh engines and compare those too")
+	workers := fs.Int("workers", 0, "encode every other snapshot in parallel with this many workers (0: all linear)")
+	every := fs.Int("every", 30_000, "mean number of commands between snapshots")
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), "usage: matchlog difftest [--seed N] [--commands M] [--check]\n\n"+
+		fmt.Fprint(fs.Output(), "usage: matchlog difftest [--seed N] [--commands M] [--workers K] [--every E] [--snapshots=false] [--check]\n\n"+
 			"Feeds one seeded random command stream to the B-tree engine and to the model engine and\n"+
-			"compares their events and state hashes. On the first divergence it prints both sides'\n"+
-			"events and exits with status 1.\n\n")
+			"compares their events after every command and their state hashes along the way.\n\n"+
+			"With snapshots (the default), it also takes snapshots of the engine at seeded random\n"+
+			"points (about one every E commands, plus one near the start and one near the end) into an\n"+
+			"Aeron-format log buffer, with a random MTU (1408 or 65504) and term geometry, restores\n"+
+			"each into a fresh engine while it is being written, and feeds the restored engine the\n"+
+			"following commands too, comparing its events with the engine's after every command and\n"+
+			"its state hash after every command for the first 1000 after a restore, then every 1024.\n"+
+			"With --workers K, every other snapshot is encoded in parallel by K workers and checked\n"+
+			"byte for byte against a linear take of the same state.\n\n"+
+			"On the first divergence it prints both sides' events and the command line that\n"+
+			"reproduces it, and exits with status 1.\n\n")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
-	if *n <= 0 {
+	switch {
+	case *n <= 0:
 		fmt.Fprint(stderr, "difftest: --commands must be positive\n")
+		return errUsage
+	case *workers < 0:
+		fmt.Fprint(stderr, "difftest: --workers must not be negative\n")
+		return errUsage
+	case *every <= 0:
+		fmt.Fprint(stderr, "difftest: --every must be positive\n")
+		return errUsage
+	case !*snapshots && *workers > 0:
+		fmt.Fprint(stderr, "difftest: --workers needs snapshots (--snapshots=false was given)\n")
 		return errUsage
 	}
 
@@ -44,16 +73,45 @@ func runDifftest(args []string, stdout, stderr io.Writer) error {
 				float64(r.Commands)/time.Since(start).Seconds())
 		},
 	}
-	res, err := runDiff(*seed, *n, opts)
+	if !*snapshots {
+		res, err := runDiff(*seed, *n, opts)
+		if err != nil {
+			return diffError(*seed, err, stderr)
+		}
+		elapsed := time.Since(start)
+		fmt.Fprintf(stdout, "difftest: engine and model agree: %v (%.1fs, %.0f commands/s)\n",
+			res, elapsed.Seconds(), float64(res.Commands)/elapsed.Seconds())
+		return nil
+	}
+
+	res, err := runRestoreDiff(*seed, *n, snaptest.Options{Diff: opts, Workers: *workers, Every: *every})
+	if err != nil {
+		return diffError(*seed, err, stderr)
+	}
+	elapsed := time.Since(start)
+	fmt.Fprintf(stdout, "difftest: engine and model agree: %v (%.1fs, %.0f commands/s)\n",
+		res.DiffResult, elapsed.Seconds(), float64(res.Commands)/elapsed.Seconds())
+	fmt.Fprintf(stdout, "difftest: restored snapshots agree: %v\n", res)
+	return nil
+}
+
+// diffError prints a divergence in full on stderr and returns the one-line
+// error main prints.
+func diffError(seed int64, err error, stderr io.Writer) error {
+	if d := (*snaptest.Divergence)(nil); errors.As(err, &d) {
+		fmt.Fprint(stderr, d.Error()) // both sides' events and the reproduce line
+		side, what := "the engine and a restored snapshot diverge", d.What
+		switch {
+		case d.Model != nil:
+			side, what = "engine and model diverge", d.Model.What
+		case d.Err != nil:
+			side = "a snapshot failed"
+		}
+		return fmt.Errorf("seed %d: %s at command index %d (%s); reproduce with: %s", d.Seed, side, d.Index, what, d.Reproduce())
+	}
 	if d := (*enginetest.Divergence)(nil); errors.As(err, &d) {
 		fmt.Fprint(stderr, d.Error()) // both sides' events
 		return fmt.Errorf("seed %d: engine and model diverge at command index %d (%s)", d.Seed, d.Index, d.What)
 	}
-	if err != nil {
-		return fmt.Errorf("seed %d: %w", *seed, err)
-	}
-	elapsed := time.Since(start)
-	fmt.Fprintf(stdout, "difftest: engine and model agree: %v (%.1fs, %.0f commands/s)\n",
-		res, elapsed.Seconds(), float64(res.Commands)/elapsed.Seconds())
-	return nil
+	return fmt.Errorf("seed %d: %w", seed, err)
 }

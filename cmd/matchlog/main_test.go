@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +11,7 @@ import (
 
 	"github.com/matchlog/matchlog/engine"
 	"github.com/matchlog/matchlog/engine/enginetest"
+	"github.com/matchlog/matchlog/snapshot/snaptest"
 )
 
 func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -96,8 +99,34 @@ func TestEngineRunBadLine(t *testing.T) {
 
 func TestDifftest(t *testing.T) {
 	code, stdout, stderr := runCLI(t, "difftest", "--seed", "1", "--commands", "3000")
-	if code != 0 || !strings.Contains(stdout, "engine and model agree: seed 1: 3000 commands") {
+	if code != 0 || !strings.Contains(stdout, "engine and model agree: seed 1: 3000 commands") ||
+		!strings.Contains(stdout, "restored snapshots agree: seed 1: 3000 commands, ") {
 		t.Errorf("exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
+	}
+	// Without snapshots: the engine against the model only, as before.
+	code, stdout, stderr = runCLI(t, "difftest", "--seed", "1", "--commands", "3000", "--snapshots=false")
+	if code != 0 || !strings.Contains(stdout, "engine and model agree: seed 1: 3000 commands") || strings.Contains(stdout, "snapshots") {
+		t.Errorf("--snapshots=false: exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
+	}
+}
+
+// TestDifftestWorkers runs a short stream with parallel snapshots.
+func TestDifftestWorkers(t *testing.T) {
+	code, stdout, stderr := runCLI(t, "difftest", "--seed", "4", "--commands", "20000", "--workers", "2", "--every", "3000")
+	if code != 0 || !strings.Contains(stdout, "engine and model agree: seed 4: 20000 commands") {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
+	}
+	var snaps, linear, parallel, workers, restores int
+	i := strings.Index(stdout, "restored snapshots agree: seed 4: 20000 commands, ")
+	if i < 0 {
+		t.Fatalf("no snapshot summary:\n%s", stdout)
+	}
+	if _, err := fmt.Sscanf(stdout[i:], "restored snapshots agree: seed 4: 20000 commands, %d snapshots (%d linear, %d parallel with %d workers), %d restores",
+		&snaps, &linear, &parallel, &workers, &restores); err != nil {
+		t.Fatalf("%v: %s", err, stdout)
+	}
+	if snaps < 4 || parallel != snaps/2 || linear+parallel != snaps || workers != 2 || restores != snaps {
+		t.Errorf("summary: %s", stdout)
 	}
 }
 
@@ -110,7 +139,7 @@ func TestDifftestDivergence(t *testing.T) {
 		return enginetest.DiffResult{}, &enginetest.Divergence{Seed: seed, Index: 1234, What: "events differ",
 			Command: engine.Command{Kind: engine.CmdCancel}, Engine: []engine.Event{{Kind: engine.EvRelease}}}
 	}
-	code, _, stderr := runCLI(t, "difftest", "--seed", "42", "--commands", "5000", "--check")
+	code, _, stderr := runCLI(t, "difftest", "--seed", "42", "--commands", "5000", "--check", "--snapshots=false")
 	if code != 1 || !got.Check {
 		t.Errorf("exit %d, check %v", code, got.Check)
 	}
@@ -121,6 +150,58 @@ func TestDifftestDivergence(t *testing.T) {
 	} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+}
+
+func TestDifftestSnapshotDivergence(t *testing.T) {
+	defer func(f func(int64, int, snaptest.Options) (snaptest.Result, error)) { runRestoreDiff = f }(runRestoreDiff)
+	var got snaptest.Options
+	var diverge error
+	runRestoreDiff = func(seed int64, n int, opts snaptest.Options) (snaptest.Result, error) {
+		got = opts
+		opts.Diff.Progress(enginetest.DiffResult{Seed: seed, Commands: n / 2})
+		return snaptest.Result{}, diverge
+	}
+	events := []engine.Event{{Kind: engine.EvAccepted, Source: 1, Seq: 2}, {Kind: engine.EvRelease, Source: 1, Seq: 2}}
+	for _, tc := range []struct {
+		d    *snaptest.Divergence
+		want []string
+	}{
+		{&snaptest.Divergence{Seed: 42, Commands: 5000, Workers: 3, Check: true, Index: 1234, What: "events of the restored engine differ",
+			Command:  engine.Command{Kind: engine.CmdCancel, Source: 1, Seq: 2},
+			Snapshot: &snaptest.SnapshotInfo{Index: 2, At: 1200, Kind: snaptest.Parallel, Workers: 3, MTU: 1408, Term: 65536}, Since: 35,
+			Primary: events, Shadow: events[:1]},
+			[]string{
+				"difftest: seed 42: 2500/5000 commands (50%)",
+				"restored from snapshot 2 (parallel, 3 workers, MTU 1408",
+				"primary events (2):\n", "restored events (1):\n",
+				"reproduce with: matchlog difftest --seed 42 --commands 5000 --workers 3 --check\n",
+				"matchlog difftest: seed 42: the engine and a restored snapshot diverge at command index 1234 (events of the restored engine differ); " +
+					"reproduce with: matchlog difftest --seed 42 --commands 5000 --workers 3 --check\n",
+			}},
+		{&snaptest.Divergence{Seed: 42, Commands: 5000, Workers: 3, Check: true, Index: 99, What: "primary engine and model diverge: events differ",
+			Model: &enginetest.Divergence{Seed: 42, Index: 99, What: "events differ", Engine: events, Model: events[:1]}},
+			[]string{
+				"engine events (2):\n", "model events (1):\n",
+				"matchlog difftest: seed 42: engine and model diverge at command index 99 (events differ); reproduce with: ",
+			}},
+		{&snaptest.Divergence{Seed: 42, Commands: 5000, Workers: 3, Check: true, Index: 1199, What: "snapshot load failed",
+			Err: errors.New("snapshot: load: checksum")},
+			[]string{
+				"error: snapshot: load: checksum\n",
+				"matchlog difftest: seed 42: a snapshot failed at command index 1199 (snapshot load failed); reproduce with: ",
+			}},
+	} {
+		diverge = tc.d
+		code, _, stderr := runCLI(t, "difftest", "--seed", "42", "--commands", "5000", "--check", "--workers", "3", "--every", "700")
+		if code != 1 || !got.Diff.Check || got.Workers != 3 || got.Every != 700 || got.NoModel {
+			t.Errorf("exit %d, options %+v", code, got)
+		}
+		for _, want := range tc.want {
+			if !strings.Contains(stderr, want) {
+				t.Errorf("stderr lacks %q:\n%s", want, stderr)
+			}
 		}
 	}
 }

@@ -1,0 +1,5 @@
+//go:build !race
+
+package snaptest
+
+const raceEnabled = false
