@@ -108,27 +108,30 @@
 // publisher and stopped by [Publisher.Close]; it is off by default.
 // [Publisher.TakeFrozen] takes an [engine.Frozen] view: with workers
 // running and at least [Publisher.ParallelMin] resting orders
-// ([DefaultParallelMin], a placeholder until the crossover is measured),
-// the book is cut with [engine.Frozen.Partitions], worker i encodes
-// partition i's Orders entries through the generated flyweight (the same
-// encodeOrder the linear path uses) into its pooled buffer, and the
-// caller's goroutine stitches the buffers in partition order into Orders
-// batches claimed exactly as a linear take claims them: same batch sizes,
-// frames, headers and ResetCountToIndex, same checksum over the same
-// bytes. End's state hash is NonOrderHash plus the partitions' hash sums,
-// checked against the walk's. The output is byte-identical to the linear
-// take (TestParallelIdentical). A worker's error fails the take. Handoff
-// uses channels of partition indices created once; after the first take
-// the publisher allocates nothing, and the only allocations left are the
-// engine's own per-take cut (Partitions) and partition walks, a constant
-// (TestParallelTakeAllocs).
+// ([DefaultParallelMin], measured below), the book is cut with
+// [engine.Frozen.AppendPartitions] into partitions of about
+// [Publisher.PartitionOrders] orders, at least four per worker. Partition i
+// is encoded by whichever worker takes it into pooled slot i mod 2n,
+// through the generated flyweight (the same encodeOrder the linear path
+// uses); the caller's goroutine walks everything but the resting orders
+// (Frozen.SnapshotWithoutOrders) and, where the orders belong, stitches the
+// partitions in order into Orders batches claimed exactly as a linear take
+// claims them (same batch sizes, frames, headers and ResetCountToIndex,
+// same checksum over the same bytes), handing out partition i+2n as soon as
+// partition i's slot is copied. So stitching overlaps encoding, and the
+// pooled memory is 2n partitions, never the whole book. End's state hash is
+// NonOrderHash plus the partitions' hash sums. The output is
+// byte-identical to the linear take (TestParallelIdentical, at many sizes,
+// worker counts and partition sizes; difftest --workers checks it on every
+// parallel snapshot it takes). A worker's error fails the take. After the
+// first take nothing is allocated (TestParallelTakeAllocs).
 //
-// The engine's Sink walk cannot skip resting orders, so the owner still
-// walks every order (only counting) while the workers encode; the speedup
-// is bounded by that walk until the engine offers a walk without them.
+// # Measuring
 //
-// # Not yet here
-//
-// The snapshot benchmark command and difftest's snapshot mode build on
-// this package and come later.
+// bench.SnapshotBook builds the benchmark book through commands (never by
+// restore); `go test -bench Snapshot ./bench` and
+// `matchlog bench snapshot` time takes against a drain-only reader and
+// restores in a separate pass; `matchlog difftest` takes and restores
+// snapshots at random points of a random command stream and compares the
+// restored engine with the original after every command.
 package snapshot
