@@ -1,0 +1,97 @@
+// Package archive reads, writes and checks the files of an Aeron Archive
+// directory, byte for byte as Aeron's Java archive (1.48) lays them out, so
+// that Aeron's ArchiveTool and a Java archive accept what this package writes
+// and this package accepts what they write.
+//
+// This first part holds the on-disk formats and the read/verify side: the
+// catalog ([Catalog]), the mark file ([MarkFile]), segment file naming and the
+// data frames inside segments ([ScanSegment]), and the tool functions
+// [Describe], [ComputeStopPosition] and [Verify]. There is no recorder yet;
+// [Catalog] is the interface a recorder will call (AddRecording,
+// RecordingStopped, UpdateStopPosition, ...).
+//
+// All integers are little-endian. All file access goes through
+// [github.com/matchlog/matchlog/internal/vfs], with positional reads and
+// writes.
+//
+// # Directory
+//
+//	archive.catalog          the catalog: one descriptor per recording
+//	archive-mark.dat         the mark file: liveness and configuration
+//	archive-mark.lnk         optional: text file naming the mark file's directory
+//	<id>-<base>.rec          segment files, both numbers decimal
+//
+// # Catalog (archive.catalog)
+//
+// Raw SBE blocks of schema 101 version 10 with no message headers. The file
+// is usually larger than its entries (default capacity 1 MiB); unused space is
+// zero. It grows by half its size when an entry does not fit.
+//
+//	offset 0   CatalogHeader (32 bytes)
+//	           0 version int32 = 0x030100 (major must be 3)
+//	           4 length int32 = 32
+//	           8 nextRecordingId int64
+//	          16 alignment int32 = 64 (0: legacy, alignment 1024,
+//	             first entry at 1024, nextRecordingId not stored)
+//	          20..31 zero
+//	offset 32  entry, entry, ..., then zeros
+//
+//	entry      RecordingDescriptorHeader (32 bytes)
+//	           0 length int32   body length including padding
+//	                            (= aligned entry length - 32); <= 0 ends the scan
+//	           4 state int32    INVALID 0, VALID 1, DELETED 2
+//	           8 checksum int32 always 0 here (no checksum configured)
+//	          12..31 zero
+//	           RecordingDescriptor (80-byte block)
+//	           0 controlSessionId  8 correlationId  16 recordingId
+//	          24 startTimestamp   32 stopTimestamp  40 startPosition
+//	          48 stopPosition     56 initialTermId  60 segmentFileLength
+//	          64 termBufferLength 68 mtuLength      72 sessionId  76 streamId
+//	          80 strippedChannel, originalChannel, sourceIdentity
+//	             (each uint32 length + ASCII), then zero padding up to
+//	             align(32+80+12+strings, alignment)
+//
+// VALID recording ids must be >= 0 and strictly increase in file order; only
+// VALID entries are found by id. A recording's stopPosition and stopTimestamp
+// are -1 while it is being recorded.
+//
+// The descriptor checksum field is left 0: Aeron fills it only when the
+// archive is configured with a record checksum, and this package never is.
+// ArchiveTool verify without -checksum does not look at it.
+//
+// # Mark file (archive-mark.dat)
+//
+//	offset 0     SBE message header: blockLength 128, template 200,
+//	             schema 100, version 2 (absent in legacy files)
+//	offset 8     MarkFileHeader block (128 bytes)
+//	             0 version int32 (written last; 0 = not ready)
+//	             8 activityTimestamp int64 ms (-1 after a clean stop)
+//	            16 startTimestamp  24 pid  32 controlStreamId
+//	            36 localControlStreamId  40 eventsStreamId
+//	            44 headerLength int32 (8192)  48 errorBufferLength int32
+//	            56 archiveId int64
+//	offset 136   controlChannel, localControlChannel, eventsChannel,
+//	             aeronDirectory (uint32 length + ASCII each)
+//	offset 8192  error log (errorBufferLength bytes)
+//
+// # Segment files (<id>-<base>.rec)
+//
+// Each segment is segmentFileLength bytes (a power of two, 64 KiB..1 GiB, at
+// least the term length) and holds whole terms. Bases count from the term
+// base of the recording's start position (see [SegmentFileBasePosition]), so
+// a file offset equals the term offset modulo the term length. Frames are
+// stored as in the term buffer: a 32-byte header, the payload, zeros up to a
+// multiple of 32. A padding frame is stored as its header only; its body is
+// the file's zeros. The data ends at the first header whose length is 0. A
+// recording that stops exactly on a segment boundary has one more, empty,
+// full-length segment file.
+//
+//	0  frame length int32   4 version uint8  5 flags uint8  6 type uint16
+//	8  term offset int32   12 session id    16 stream id   20 term id
+//	24 reserved int64      32 payload
+//
+// # Errors
+//
+// Every error string starts with "archive: ". Damaged files give errors that
+// name the file offset and the problem; no input makes this package panic.
+package archive
