@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -160,28 +159,7 @@ func Capture(f *engine.Frozen, mtu int) (Frames, error) {
 }
 
 // Source returns a fresh snapshot.FragmentSource over the frames.
-func (fr Frames) Source() snapshot.FragmentSource { return &frameSource{frames: fr} }
-
-type frameSource struct {
-	frames Frames
-	i      int
-	pos    int64
-}
-
-func (s *frameSource) Poll(h snapshot.FragmentHandler, limit int) int {
-	n := 0
-	for n < limit && s.i < len(s.frames) {
-		f := s.frames[s.i]
-		s.i++
-		s.pos += int64(logbuf.Align(len(f)+logbuf.HeaderLength, logbuf.FrameAlignment))
-		h(f, 0, len(f), s.pos)
-		n++
-	}
-	return n
-}
-
-// errDiffer reports a parallel take that is not the linear take's bytes.
-var errDiffer = errors.New("bench: parallel snapshot differs from the linear one")
+func (fr Frames) Source() snapshot.FragmentSource { return snapshot.NewFrameSource(fr) }
 
 // SnapSizes are the snapshot benchmarks' default book sizes; 5M is added by
 // the bench package's -snap5m test flag.
@@ -260,6 +238,40 @@ func BenchSnapshotRestore(b *testing.B, sizes []int) {
 				}
 				if e.Orders() != n {
 					b.Fatalf("restored %d orders, want %d", e.Orders(), n)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/order")
+		})
+	}
+}
+
+// nullSink receives a record stream and drops it: what is left is the
+// engine's walk of its trees and the state hash, the floor under a take.
+type nullSink struct{}
+
+func (nullSink) OnHeader(engine.Header) error                                  { return nil }
+func (nullSink) OnSourceHighWater(uint64, uint64) error                        { return nil }
+func (nullSink) OnMark(uint32, int64, int64, int64, int64, int64, int64) error { return nil }
+func (nullSink) OnEnd(uint64, uint64, uint64, uint64, uint64) error            { return nil }
+func (nullSink) OnResting(uint32, engine.Side, uint64, uint64, int64, int64, uint64, engine.STP, bool) error {
+	return nil
+}
+func (nullSink) OnArmedTrigger(uint32, engine.Side, uint64, uint64, engine.OrderType, engine.TimeInForce, engine.TriggerRef,
+	int64, int64, int64, uint64, engine.STP, bool) error {
+	return nil
+}
+
+// BenchSnapshotWalk times the engine's record stream of the snapshot book
+// into a sink that drops it: the walk and the state hash without encoding
+// or a log, to set the take's figures against.
+func BenchSnapshotWalk(b *testing.B, sizes []int) {
+	for _, n := range sizes {
+		b.Run(sizeName(n), func(b *testing.B) {
+			f := snapBook(b, n)
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := f.SnapshotTo(nullSink{}); err != nil {
+					b.Fatal(err)
 				}
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/order")

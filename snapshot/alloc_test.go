@@ -3,8 +3,6 @@ package snapshot
 import (
 	"fmt"
 	"testing"
-
-	"github.com/matchlog/matchlog/engine"
 )
 
 // TestTakeAllocs proves a reused Publisher's take allocates nothing, over
@@ -61,32 +59,9 @@ func BenchmarkLoad(b *testing.B) {
 	frags := capture(b, e, 16<<20, 65504)
 	var l Loader
 	for b.Loop() {
-		if _, _, err := l.Load(&sliceSource{frags: frags}, testLoad); err != nil {
+		if _, _, err := l.Load(NewFrameSource(frags), testLoad); err != nil {
 			b.Fatal(err)
 		}
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/100_000, "ns/order")
-}
-
-// nullSink discards records: the engine's walk alone, the floor of a take.
-type nullSink struct{}
-
-func (nullSink) OnHeader(engine.Header) error                                  { return nil }
-func (nullSink) OnSourceHighWater(uint64, uint64) error                        { return nil }
-func (nullSink) OnMark(uint32, int64, int64, int64, int64, int64, int64) error { return nil }
-func (nullSink) OnEnd(uint64, uint64, uint64, uint64, uint64) error            { return nil }
-func (nullSink) OnResting(uint32, engine.Side, uint64, uint64, int64, int64, uint64, engine.STP, bool) error {
-	return nil
-}
-func (nullSink) OnArmedTrigger(uint32, engine.Side, uint64, uint64, engine.OrderType, engine.TimeInForce, engine.TriggerRef,
-	int64, int64, int64, uint64, engine.STP, bool) error {
-	return nil
-}
-
-func BenchmarkWalk(b *testing.B) {
-	e := buildEngine(b, bookSpec{instruments: 8, sources: 4, orders: 100_000})
-	for b.Loop() {
-		_ = e.SnapshotTo(nullSink{})
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/100_000, "ns/order")
 }

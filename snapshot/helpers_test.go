@@ -121,27 +121,8 @@ func capture(t testing.TB, e *engine.Engine, termLength, mtu int) [][]byte {
 	return frags
 }
 
-// sliceSource is a FragmentSource over copied fragments.
-type sliceSource struct {
-	frags [][]byte
-	i     int
-	pos   int64
-}
-
-func (s *sliceSource) Poll(h FragmentHandler, limit int) int {
-	n := 0
-	for n < limit && s.i < len(s.frags) {
-		f := s.frags[s.i]
-		s.i++
-		s.pos += int64(logbuf.Align(len(f)+logbuf.HeaderLength, logbuf.FrameAlignment))
-		h(f, 0, len(f), s.pos)
-		n++
-	}
-	return n
-}
-
 func loadFrags(frags [][]byte) (*engine.Engine, error) {
-	e, _, err := Load(&sliceSource{frags: frags}, testLoad)
+	e, _, err := Load(NewFrameSource(frags), testLoad)
 	return e, err
 }
 

@@ -91,3 +91,29 @@ func (s *ImageSource) Poll(handler FragmentHandler, limit int) int {
 	s.h = nil
 	return n
 }
+
+// FrameSource is a FragmentSource over payloads already copied out of their
+// frames, in stream order: a snapshot read from a file or captured for a
+// benchmark. Positions advance by each frame's aligned length, as they
+// would in the log the frames came from (starting at 0).
+type FrameSource struct {
+	frames [][]byte
+	i      int
+	pos    int64
+}
+
+// NewFrameSource returns a FrameSource at the first of frames.
+func NewFrameSource(frames [][]byte) *FrameSource { return &FrameSource{frames: frames} }
+
+// Poll implements [FragmentSource].
+func (s *FrameSource) Poll(handler FragmentHandler, limit int) int {
+	n := 0
+	for n < limit && s.i < len(s.frames) {
+		f := s.frames[s.i]
+		s.i++
+		s.pos += int64(logbuf.Align(len(f)+logbuf.HeaderLength, logbuf.FrameAlignment))
+		handler(f, 0, len(f), s.pos)
+		n++
+	}
+	return n
+}
