@@ -146,3 +146,4 @@ func snapSizes() []int {
 
 func BenchmarkSnapshotTake(b *testing.B)    { BenchSnapshotTake(b, snapSizes()) }
 func BenchmarkSnapshotRestore(b *testing.B) { BenchSnapshotRestore(b, snapSizes()) }
+func BenchmarkSnapshotWalk(b *testing.B)    { BenchSnapshotWalk(b, snapSizes()) }
