@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"time"
 
@@ -162,8 +163,14 @@ func SnapshotReport(o SnapOptions) (*SnapReport, error) {
 	// Round 0 is a warm-up, not reported: the runtime starts the threads
 	// and fills the caches the rounds need (a new OS thread costs the
 	// runtime a few allocations, a goroutine's first wait on a channel
-	// one).
+	// one). The collector is off during the rounds: takes allocate
+	// nothing, so it would only run because of the harness's own small
+	// allocations, and a cycle marking a book of hundreds of MB on the
+	// other core would be charged to whichever take it overlapped (and its
+	// start allocates goroutine records). Restores run with it on: their
+	// garbage is part of their cost.
 	runtime.GC()
+	gcPercent := debug.SetGCPercent(-1)
 	for i := 0; i <= o.Takes; i++ {
 		ms, allocs, err := timed(lin)
 		if err != nil {
@@ -206,6 +213,7 @@ func SnapshotReport(o SnapOptions) (*SnapReport, error) {
 		r.TakeMsP50, r.TakeMsP99 = Median(parMs), pct(parMs, 0.99)
 	}
 
+	debug.SetGCPercent(gcPercent)
 	logf("restoring %d times", o.Takes)
 	var restNs []float64
 	r.StateHashEqual = true
