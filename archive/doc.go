@@ -3,12 +3,42 @@
 // that Aeron's ArchiveTool and a Java archive accept what this package writes
 // and this package accepts what they write.
 //
-// This first part holds the on-disk formats and the read/verify side: the
-// catalog ([Catalog]), the mark file ([MarkFile]), segment file naming and the
-// data frames inside segments ([ScanSegment]), and the tool functions
-// [Describe], [ComputeStopPosition] and [Verify]. There is no recorder yet;
-// [Catalog] is the interface a recorder will call (AddRecording,
-// RecordingStopped, UpdateStopPosition, ...).
+// It holds the on-disk formats and the read/verify side: the catalog
+// ([Catalog]), the mark file ([MarkFile]), segment file naming and the data
+// frames inside segments ([ScanSegment]), and the tool functions [Describe],
+// [ComputeStopPosition] and [Verify]; and the archive itself ([Archive]):
+// a recorder that copies an image of a log buffer into segment files
+// ([Archive.StartRecording], [Archive.ExtendRecording], [Recording]),
+// replay ([Archive.StartReplay], [Replay]), the mark file's liveness, crash
+// recovery on [Open], and a sidecar index of segment timestamps for
+// retention by age ([IndexFileName], [Archive.AgeCutoff]).
+//
+// # Usage
+//
+// Everything is driven by the owner's duty cycle; nothing runs in the
+// background unless Options.ActivityInterval asks for the mark file ticker:
+//
+//	a, err := archive.Open(vfs.Default, dir, archive.Options{FileSyncLevel: 1, CatalogSyncLevel: 1})
+//	r, err := a.StartRecording(archive.Source{Log: log, Image: log.Image(), Channel: "aeron:ipc"})
+//	for ... {
+//		n, err := r.Poll()              // at most one block; 0 when idle
+//		pub.SetPositionLimit(image.Position() + window)
+//		a.UpdateActivity()              // at least every second (Poll does it too)
+//	}
+//	err = r.Stop()                      // catalog stop position, final
+//	_, err = a.Replay(r.ID(), from, archive.NullPosition, handler)
+//	err = a.Close()                     // mark file activity -1
+//
+// # Durability
+//
+// At file sync level 1 (2) every block is followed by File.Sync (SyncAll)
+// before the recorded position moves past it, and every segment file is
+// created, preallocated, synced and its directory synced before a block is
+// written into it; the catalog (sync level >= the file level) is synced on
+// every change. So after a crash everything a Poll reported written is on
+// disk; what follows is at most one torn block, which Verify (with
+// Truncate) or the next Open cuts off. At level 0 nothing is synced and a
+// crash may lose any unsynced write.
 //
 // All integers are little-endian. All file access goes through
 // [github.com/matchlog/matchlog/internal/vfs], with positional reads and

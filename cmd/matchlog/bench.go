@@ -10,10 +10,12 @@ import (
 )
 
 const benchUsage = "usage: matchlog bench engine [--json] [--orders N] [--runs K]\n" +
-	"       matchlog bench snapshot [--json] [--orders N] [--workers K] [--takes T] [--mtu M]\n"
+	"       matchlog bench snapshot [--json] [--orders N] [--workers K] [--takes T] [--mtu M]\n" +
+	"       matchlog bench archive [--json] [--bytes B] [--runs K] [--dir D]\n"
 
-// runBench runs `matchlog bench engine` ([bench.EngineReport]) or
-// `matchlog bench snapshot` ([bench.SnapshotReport]).
+// runBench runs `matchlog bench engine` ([bench.EngineReport]),
+// `matchlog bench snapshot` ([bench.SnapshotReport]) or `matchlog bench
+// archive` ([archive.BenchReport]).
 func runBench(args []string) error {
 	if len(args) > 0 {
 		switch args[0] {
@@ -21,6 +23,8 @@ func runBench(args []string) error {
 			return benchEngine(args[1:])
 		case "snapshot":
 			return benchSnapshot(args[1:])
+		case "archive":
+			return benchArchive(args[1:])
 		case "-h", "-help", "--help":
 			fmt.Fprint(os.Stdout, benchUsage)
 			return flag.ErrHelp

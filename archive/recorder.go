@@ -1,0 +1,469 @@
+package archive
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/matchlog/matchlog/internal/logbuf"
+	"github.com/matchlog/matchlog/internal/vfs"
+)
+
+// Source is what a recording reads: an image of a log buffer and the log
+// itself. The log gives what Aeron's Image carries (term length, MTU,
+// initial term id, session and stream ids) and the term bytes the recorder
+// writes from; the image is the reader whose position the recorder
+// advances once a block is written (and synced), so a publisher that sets
+// its position limit from Image.Position never overwrites unrecorded bytes.
+type Source struct {
+	Log   *logbuf.Log
+	Image *logbuf.Image // must read Log; its position is the join position
+	// Channel is stored as the descriptor's stripped and original channel
+	// ("aeron:ipc" when empty).
+	Channel string
+	// OriginalChannel, if set, is stored as the original channel instead.
+	OriginalChannel string
+	// SourceIdentity is stored as the descriptor's source identity.
+	SourceIdentity string
+	// Now, if set, gives the timestamp (epoch ms) of each block for the
+	// sidecar index instead of the archive's clock, e.g. the sequencer's
+	// time of the newest message.
+	Now func() int64
+}
+
+// Recording is an active recording: a recorder that copies the frames of an
+// image, byte for byte, into the recording's segment files, as Aeron's
+// RecordingSession and RecordingWriter do.
+//
+// Each Poll writes at most one block: the frames from the recorded position
+// up to FileIoMaxLength bytes, never across a term boundary; a padding frame
+// is a block of its own of which only the 32-byte header is written (its
+// body stays the preallocated zeros). After the write the file is synced
+// per FileSyncLevel, the sidecar index is told the block's timestamp, and
+// the image is advanced past the block. When a segment fills, the next one
+// is created at once, so a recording stopped exactly on a segment boundary
+// has an empty, full-length following segment, as Aeron's.
+//
+// While the recording is active its catalog stopPosition stays -1, as in
+// Aeron; the recorded position is kept in memory (Position,
+// Archive.RecordedPosition) and in the sidecar index. Stop writes the final
+// stop position.
+//
+// A failed write or sync is sticky: Poll and Record return it from then on,
+// and Stop settles the stop position from what the files hold.
+type Recording struct {
+	a     *Archive
+	id    int64
+	log   *logbuf.Log
+	img   *logbuf.Image
+	terms [logbuf.PartitionCount][]byte
+	now   func() int64
+
+	startPosition int64
+	position      int64
+	termLength    int
+	termMask      int64
+	shift         uint8
+	segLen        int32
+	blockLimit    int
+
+	seg       vfs.File
+	segBase   int64
+	segOffset int64
+
+	idx       *indexFile
+	advanceTo int64
+	advanceFn logbuf.ControlledFragmentHandler
+
+	stopped bool
+	err     error
+}
+
+// StartRecording starts recording src: it adds a catalog entry (start
+// position = the image's position, stop -1) and creates the first segment,
+// named after the term base of the start position, so that a recording that
+// starts mid-term keeps its term offsets.
+func (a *Archive) StartRecording(src Source) (*Recording, error) {
+	if err := a.check(); err != nil {
+		return nil, err
+	}
+	if err := checkSource(src); err != nil {
+		return nil, err
+	}
+	l := src.Log
+	termLength := int32(l.TermLength())
+	segLen := max(a.opts.SegmentLength, termLength)
+	if err := CheckSegmentLength(segLen, termLength); err != nil {
+		return nil, err
+	}
+	start := src.Image.Position()
+	stripped, original := src.Channel, src.OriginalChannel
+	if stripped == "" {
+		stripped = "aeron:ipc"
+	}
+	if original == "" {
+		original = stripped
+	}
+	id, err := a.cat.AddRecording(NewRecording{
+		StartPosition:     start,
+		StopPosition:      NullPosition,
+		StartTimestamp:    a.opts.Clock(),
+		StopTimestamp:     NullTimestamp,
+		InitialTermID:     l.InitialTermID(),
+		SegmentFileLength: segLen,
+		TermBufferLength:  termLength,
+		MTULength:         int32(l.MTU()),
+		SessionID:         l.SessionID(),
+		StreamID:          l.StreamID(),
+		StrippedChannel:   stripped,
+		OriginalChannel:   original,
+		SourceIdentity:    src.SourceIdentity,
+	})
+	if err != nil {
+		return nil, err
+	}
+	r := a.newRecording(id, src, start, segLen)
+	base := SegmentFileBasePosition(start, start, termLength, segLen)
+	// The index first: the directory sync of the segment's creation makes
+	// both entries durable.
+	r.idx, err = a.openIndex(id)
+	var f vfs.File
+	if err == nil {
+		if f, err = a.createSegment(id, base, segLen); err != nil {
+			r.idx.close()
+		}
+	}
+	if err != nil {
+		// Leave a stopped, empty recording behind, settled as after a
+		// crash.
+		return nil, errors.Join(err, a.settleAfterFailure(id))
+	}
+	r.seg, r.segBase, r.segOffset = f, base, start-base
+	a.recordings[id] = r
+	return r, nil
+}
+
+// ExtendRecording continues the stopped recording id with src, as Aeron's
+// extendRecording: src must have the recording's term length, MTU, initial
+// term id and stream id, and its image must stand at the recording's stop
+// position. The catalog entry gets the new session id and stop -1 again,
+// and recording continues at the stop position in the same segment files.
+func (a *Archive) ExtendRecording(id int64, src Source) (*Recording, error) {
+	if err := a.check(); err != nil {
+		return nil, err
+	}
+	if err := checkSource(src); err != nil {
+		return nil, err
+	}
+	if _, ok := a.recordings[id]; ok {
+		return nil, fmt.Errorf("%w: cannot extend recording %d", ErrRecordingActive, id)
+	}
+	d, err := a.cat.Descriptor(id)
+	if err != nil {
+		return nil, err
+	}
+	l := src.Log
+	switch {
+	case d.StopPosition == NullPosition:
+		return nil, fmt.Errorf("archive: recording %d has no stop position; reopen the archive to settle it", id)
+	case int32(l.TermLength()) != d.TermBufferLength || int32(l.MTU()) != d.MTULength ||
+		l.InitialTermID() != d.InitialTermID || l.StreamID() != d.StreamID:
+		return nil, fmt.Errorf("archive: extend recording %d: image has term length %d, MTU %d, initial term id %d, stream %d; recording has %d, %d, %d, %d",
+			id, l.TermLength(), l.MTU(), l.InitialTermID(), l.StreamID(), d.TermBufferLength, d.MTULength, d.InitialTermID, d.StreamID)
+	case src.Image.Position() != d.StopPosition:
+		return nil, fmt.Errorf("archive: extend recording %d: image position %d is not the stop position %d", id, src.Image.Position(), d.StopPosition)
+	}
+	if err := checkDescriptorGeometry(&d); err != nil {
+		return nil, err
+	}
+	base := SegmentFileBasePosition(d.StartPosition, d.StopPosition, d.TermBufferLength, d.SegmentFileLength)
+	name := a.fs.Join(a.dir, SegmentFileName(id, base))
+	f, err := a.fs.OpenRW(name)
+	switch {
+	case errors.Is(err, vfs.ErrNotExist):
+		f, err = a.createSegment(id, base, d.SegmentFileLength)
+	case err == nil:
+		var size int64
+		if size, err = f.Size(); err == nil && size < int64(d.SegmentFileLength) {
+			err = a.prepareSegment(f, d.SegmentFileLength)
+		}
+		if err != nil {
+			f.Close()
+			err = fmt.Errorf("archive: extend recording %d: %s: %w", id, name, err)
+		}
+	default:
+		err = fmt.Errorf("archive: extend recording %d: %w", id, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	idx, err := a.openIndex(id)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if err := a.cat.ExtendRecording(id, 0, 0, l.SessionID()); err != nil {
+		f.Close()
+		idx.close()
+		return nil, err
+	}
+	r := a.newRecording(id, src, d.StartPosition, d.SegmentFileLength)
+	r.position = d.StopPosition
+	r.seg, r.segBase, r.segOffset, r.idx = f, base, d.StopPosition-base, idx
+	a.recordings[id] = r
+	return r, nil
+}
+
+func checkSource(src Source) error {
+	if src.Log == nil || src.Image == nil {
+		return errors.New("archive: source needs a log and an image")
+	}
+	return nil
+}
+
+func (a *Archive) newRecording(id int64, src Source, start int64, segLen int32) *Recording {
+	l := src.Log
+	r := &Recording{
+		a:             a,
+		id:            id,
+		log:           l,
+		img:           src.Image,
+		now:           src.Now,
+		startPosition: start,
+		position:      start,
+		termLength:    l.TermLength(),
+		termMask:      int64(l.TermLength() - 1),
+		shift:         l.PositionBitsToShift(),
+		segLen:        segLen,
+		blockLimit:    min(a.opts.FileIoMaxLength, l.TermLength()),
+	}
+	if r.now == nil {
+		r.now = a.opts.Clock
+	}
+	for i := range r.terms {
+		r.terms[i] = l.Term(i)
+	}
+	r.advanceFn = r.advanceFrame
+	return r
+}
+
+// ID is the recording id.
+func (r *Recording) ID() int64 { return r.id }
+
+// StartPosition is the recording's start position.
+func (r *Recording) StartPosition() int64 { return r.startPosition }
+
+// Position is the recorded position: every byte before it has been written
+// (and synced, at file sync level >= 1).
+func (r *Recording) Position() int64 { return r.position }
+
+// Err is the failure that stopped the recorder, if any.
+func (r *Recording) Err() error { return r.err }
+
+// Poll writes at most one block of available frames and returns its length
+// in stream bytes (0 when nothing is available). It also refreshes the mark
+// file's activity timestamp once a second when the Archive runs no ticker.
+// It does not allocate.
+func (r *Recording) Poll() (int, error) {
+	if r.err != nil {
+		return 0, r.err
+	}
+	if r.stopped {
+		return 0, ErrRecordingStopped
+	}
+	n, err := r.writeBlock()
+	if err != nil {
+		r.err = fmt.Errorf("archive: recording %d at position %d: %w", r.id, r.position, err)
+		return 0, r.err
+	}
+	if r.a.tickStop == nil {
+		if err := r.a.maybeUpdateActivity(r.a.opts.Clock()); err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// Record polls until the recorded position reaches limit or no more frames
+// are available, and returns the recorded position.
+func (r *Recording) Record(limit int64) (int64, error) {
+	for r.position < limit {
+		n, err := r.Poll()
+		if err != nil {
+			return r.position, err
+		}
+		if n == 0 {
+			break
+		}
+	}
+	return r.position, nil
+}
+
+// writeBlock is Aeron's Image.blockPoll + RecordingWriter.onBlock.
+func (r *Recording) writeBlock() (int, error) {
+	pos := r.position
+	term := r.terms[int(pos>>r.shift)%logbuf.PartitionCount]
+	termOffset := int(pos & r.termMask)
+	end := scanBlock(term, termOffset, min(termOffset+r.blockLimit, r.termLength))
+	length := end - termOffset
+	if length == 0 {
+		return 0, nil
+	}
+	dataLength := length
+	if binary.LittleEndian.Uint16(term[termOffset+logbuf.TypeFieldOffset:]) == logbuf.TypePad {
+		dataLength = FrameHeaderLength
+	}
+	if _, err := r.seg.WriteAt(term[termOffset:termOffset+dataLength], r.segOffset); err != nil {
+		return 0, fmt.Errorf("write %s: %w", r.seg.Name(), err)
+	}
+	if err := r.a.syncFile(r.seg); err != nil {
+		return 0, fmt.Errorf("sync %s: %w", r.seg.Name(), err)
+	}
+	r.segOffset += int64(length)
+	r.position = pos + int64(length)
+	now := r.now()
+	if err := r.idx.note(r.segBase, r.position, now, false); err != nil {
+		return 0, err
+	}
+	r.advanceImage()
+	if r.segOffset >= int64(r.segLen) {
+		if err := r.rollOver(); err != nil {
+			return 0, err
+		}
+	}
+	return length, nil
+}
+
+// rollOver closes the full segment and creates the next one at once.
+func (r *Recording) rollOver() error {
+	if err := r.idx.flush(); err != nil {
+		return err
+	}
+	if r.a.opts.FileSyncLevel > 0 {
+		if err := r.idx.f.Sync(); err != nil {
+			return fmt.Errorf("sync index: %w", err)
+		}
+	}
+	err := r.seg.Close()
+	r.seg = nil
+	if err != nil {
+		return fmt.Errorf("close segment: %w", err)
+	}
+	r.segBase += int64(r.segLen)
+	r.segOffset = 0
+	name := r.a.fs.Join(r.a.dir, SegmentFileName(r.id, r.segBase))
+	if _, err := r.a.fs.Stat(name); err == nil {
+		return fmt.Errorf("segment file already exists: %s", name)
+	}
+	f, err := r.a.createSegment(r.id, r.segBase, r.segLen)
+	if err != nil {
+		return err
+	}
+	r.seg = f
+	return nil
+}
+
+// advanceImage moves the image past the block just written. Padding the
+// image meets is skipped by it, so it may end up past a padding frame the
+// recorder writes next; it never passes a data frame not yet written.
+func (r *Recording) advanceImage() {
+	r.advanceTo = r.position
+	r.img.ControlledPoll(r.advanceFn, math.MaxInt32)
+}
+
+func (r *Recording) advanceFrame(_ []byte, _, _ int, hdr logbuf.Header) logbuf.Action {
+	if hdr.Position() > r.advanceTo {
+		return logbuf.Abort
+	}
+	return logbuf.Continue
+}
+
+// scanBlock is Aeron's TermBlockScanner.scan: the end offset of the block
+// of whole committed frames from offset, at most limit; a padding frame is
+// a block of its own.
+func scanBlock(term []byte, offset, limit int) int {
+	start := offset
+	for offset < limit {
+		frameLength := int(atomic.LoadInt32((*int32)(unsafe.Pointer(&term[offset]))))
+		if frameLength <= 0 {
+			break
+		}
+		aligned := (frameLength + FrameAlignment - 1) &^ (FrameAlignment - 1)
+		if binary.LittleEndian.Uint16(term[offset+logbuf.TypeFieldOffset:]) == logbuf.TypePad {
+			if offset == start {
+				offset += aligned
+			}
+			break
+		}
+		if offset+aligned > limit {
+			break
+		}
+		offset += aligned
+	}
+	return offset
+}
+
+// Stop ends the recording: the sidecar index gets its final record, the
+// segment is closed and the catalog gets the stop position (the recorded
+// position) and stop timestamp, in Aeron's order. Frames the image holds
+// beyond the recorded position are not recorded; call Record first. After a
+// failure Stop settles the stop position from the files and returns the
+// failure.
+func (r *Recording) Stop() error {
+	if r.stopped {
+		return nil
+	}
+	r.stopped = true
+	a := r.a
+	delete(a.recordings, r.id)
+	if r.err != nil {
+		cerr := errors.Join(closeFile(r.seg), r.idx.close())
+		r.seg = nil
+		return errors.Join(r.err, cerr, a.settleAfterFailure(r.id))
+	}
+	var errs []error
+	if err := r.idx.flush(); err != nil {
+		errs = append(errs, err)
+	} else if a.opts.FileSyncLevel > 0 {
+		if err := r.idx.f.Sync(); err != nil {
+			errs = append(errs, fmt.Errorf("archive: sync index: %w", err))
+		}
+	}
+	errs = append(errs, closeFile(r.seg), r.idx.close())
+	r.seg = nil
+	if err := errors.Join(errs...); err != nil {
+		r.err = fmt.Errorf("archive: stop recording %d: %w", r.id, err)
+		return errors.Join(r.err, a.settleAfterFailure(r.id))
+	}
+	if err := a.cat.RecordingStopped(r.id, r.position, a.opts.Clock()); err != nil {
+		r.err = err
+		return err
+	}
+	return nil
+}
+
+// settleAfterFailure settles a recording whose recorder failed, as if it had
+// crashed. If that fails too, its stop position stays -1 and the next Open
+// settles it.
+func (a *Archive) settleAfterFailure(id int64) error {
+	for i, e := range a.cat.Entries() {
+		if e.State == StateValid && e.Descriptor.RecordingID == id {
+			_, err := a.settle(i, e)
+			return err
+		}
+	}
+	return nil
+}
+
+func closeFile(f vfs.File) error {
+	if f == nil {
+		return nil
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("archive: close %s: %w", f.Name(), err)
+	}
+	return nil
+}
