@@ -101,6 +101,12 @@ type Options struct {
 	// UpdateActivity at least every second (Poll does it too; see
 	// [Recording.Poll]).
 	ActivityInterval time.Duration
+	// DeleteDelay is how long a segment renamed to *.deleted waits before
+	// DeleteStep unlinks it (see [Archive.DeleteDetached]). 0 means
+	// DefaultDeleteDelay (60 s); a negative value means no wait.
+	DeleteDelay time.Duration
+	// Retention is the policy [Archive.Proposals] evaluates.
+	Retention RetentionPolicy
 }
 
 func (o *Options) resolve() error {
@@ -131,6 +137,11 @@ func (o *Options) resolve() error {
 	if o.MarkErrorBufferLength == 0 {
 		o.MarkErrorBufferLength = DefaultMarkErrorBufferLength
 	}
+	if o.DeleteDelay == 0 {
+		o.DeleteDelay = DefaultDeleteDelay
+	} else if o.DeleteDelay < 0 {
+		o.DeleteDelay = 0
+	}
 	return nil
 }
 
@@ -158,6 +169,9 @@ type Archive struct {
 	replays    []*Replay
 	recovered  []RecordingReport
 	closed     bool
+
+	deletes   deleteQueue    // segments renamed to *.deleted (remove.go)
+	retention retentionState // last retention evaluation (retention.go)
 }
 
 // Open opens (or creates) the archive in dir: it refuses a directory whose
@@ -166,9 +180,13 @@ type Archive struct {
 // recording left active by a crash as Aeron does on restart: its stop
 // position is computed from its last segment (a torn tail is cut off), a
 // missing empty following segment is created and short segment files are
-// restored to full length.
+// restored to full length. Segment files an earlier run renamed to *.deleted
+// are scheduled for unlinking again (see [Archive.DeleteDetached]).
 func Open(fsys vfs.FS, dir string, opts Options) (*Archive, error) {
 	if err := opts.resolve(); err != nil {
+		return nil, err
+	}
+	if err := opts.Retention.resolve(fsys); err != nil {
 		return nil, err
 	}
 	if err := fsys.MkdirAll(dir); err != nil {
@@ -183,6 +201,11 @@ func Open(fsys vfs.FS, dir string, opts Options) (*Archive, error) {
 		return nil, err
 	}
 	if err := a.recover(); err != nil {
+		a.cat.Close()
+		a.closeMark()
+		return nil, err
+	}
+	if err := a.scheduleLeftovers(); err != nil {
 		a.cat.Close()
 		a.closeMark()
 		return nil, err

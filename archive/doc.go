@@ -50,6 +50,8 @@
 //	archive-mark.dat         the mark file: liveness and configuration
 //	archive-mark.lnk         optional: text file naming the mark file's directory
 //	<id>-<base>.rec          segment files, both numbers decimal
+//	<id>-<base>.rec.deleted  a segment renamed for deletion, unlinked later
+//	<id>.idx                 sidecar index of segment timestamps (ours)
 //
 // # Catalog (archive.catalog)
 //
@@ -119,6 +121,20 @@
 //	0  frame length int32   4 version uint8  5 flags uint8  6 type uint16
 //	8  term offset int32   12 session id    16 stream id   20 term id
 //	24 reserved int64      32 payload
+//
+// # Removing segments
+//
+// As Aeron's detachSegments, deleteDetachedSegments and purgeSegments, with
+// Kafka's two-phase delete: [Archive.Detach] moves a recording's catalog
+// start to a later segment boundary (never into the active segment, past
+// the stop segment or below a replay) and leaves the files;
+// [Archive.DeleteDetached] renames the files wholly below the start to
+// "*.deleted" at once and [Archive.DeleteStep], called from the duty cycle,
+// unlinks one per call once Options.DeleteDelay has passed;
+// [Archive.Purge] is both. The catalog start is durable before any rename,
+// so no segment file the catalog references is ever deleted. Retention
+// rules (Options.Retention: age, size, free disk) only propose cutoffs
+// ([Archive.Proposals]); a caller approves one by purging.
 //
 // # Errors
 //

@@ -1,0 +1,618 @@
+package main
+
+import (
+	"encoding/binary"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/matchlog/matchlog/archive"
+	"github.com/matchlog/matchlog/internal/vfs"
+)
+
+const archiveUsage = `usage: matchlog archive <command> --dir D [flags]
+
+Commands, over an archive directory D (holding archive.catalog):
+  describe  every recording: state, positions, segment files and their sizes,
+            files pending deletion (*.deleted) and unknown segment files
+  verify    ArchiveTool verify: [--all] scan every segment, [--truncate] cut a
+            torn tail and fix the stop position, [--mark-invalid], [--id N];
+            exit 1 when a recording is not OK
+  detach    --id N --position P: move the recording's start to the segment
+            boundary P (Aeron's detachSegments); the files stay
+  delete    --id N: rename the segment files below the start to *.deleted and,
+            with --now or --delay 0, unlink them (otherwise the next archive
+            Open schedules them)
+  purge     --id N --position P: detach, then delete as above
+  replay    --id N [--from P] [--to P]: print each frame (position, length,
+            type, session, stream, term id and offset, SBE header); with
+            --json, counts
+
+detach, delete and purge refuse a directory whose archive-mark.dat shows a
+live archive; they open the archive as a restart would (a fresh mark file,
+recordings left active by a crash settled).
+
+Run 'matchlog archive <command> -h' for its flags.
+`
+
+// archiveFlags are the flags of every archive command; each command
+// registers those it uses.
+type archiveFlags struct {
+	dir         string
+	jsonOut     bool
+	id          int64
+	position    int64
+	from, to    int64
+	all         bool
+	truncate    bool
+	markInvalid bool
+	now         bool
+	delay       time.Duration
+}
+
+// archiveCommands are the commands of `matchlog archive`, with the flags
+// each takes beyond --dir and --json.
+var archiveCommands = map[string]struct {
+	flags []string
+	run   func(f *archiveFlags, stdout io.Writer) error
+}{
+	"describe": {nil, archiveDescribe},
+	"verify":   {[]string{"all", "truncate", "mark-invalid", "id"}, archiveVerify},
+	"detach":   {[]string{"id", "position"}, archiveDetach},
+	"delete":   {[]string{"id", "now", "delay"}, archiveDelete},
+	"purge":    {[]string{"id", "position", "now", "delay"}, archivePurge},
+	"replay":   {[]string{"id", "from", "to"}, archiveReplay},
+}
+
+// runArchive dispatches `matchlog archive <command>`.
+func runArchive(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, archiveUsage)
+		return errUsage
+	}
+	name := args[0]
+	cmd, ok := archiveCommands[name]
+	if !ok {
+		fmt.Fprint(stderr, archiveUsage)
+		if name == "-h" || name == "-help" || name == "--help" {
+			return flag.ErrHelp
+		}
+		fmt.Fprintf(stderr, "\narchive: unknown command %q\n", name)
+		return errUsage
+	}
+	f := &archiveFlags{id: -1, position: -1, from: -1, to: -1}
+	fs := flag.NewFlagSet("archive "+name, flag.ContinueOnError)
+	fs.StringVar(&f.dir, "dir", "", "archive directory (required)")
+	fs.BoolVar(&f.jsonOut, "json", false, "print JSON instead of text")
+	for _, fl := range cmd.flags {
+		switch fl {
+		case "id":
+			fs.Int64Var(&f.id, "id", -1, "recording id")
+		case "position":
+			fs.Int64Var(&f.position, "position", -1, "new start position: a segment boundary (required)")
+		case "from":
+			fs.Int64Var(&f.from, "from", -1, "first position (default: the start)")
+		case "to":
+			fs.Int64Var(&f.to, "to", -1, "end position, exclusive (default: the stop)")
+		case "all":
+			fs.BoolVar(&f.all, "all", false, "scan every segment, not only the last")
+		case "truncate":
+			fs.BoolVar(&f.truncate, "truncate", false, "cut a torn tail and write the computed stop position")
+		case "mark-invalid":
+			fs.BoolVar(&f.markInvalid, "mark-invalid", false, "mark recordings with a real mismatch INVALID")
+		case "now":
+			fs.BoolVar(&f.now, "now", false, "unlink the renamed files at once")
+		case "delay":
+			fs.DurationVar(&f.delay, "delay", archive.DefaultDeleteDelay, "delay before unlinking; 0 unlinks at once")
+		}
+	}
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: matchlog archive %s --dir D [flags]\n\n", name)
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args[1:], stderr); err != nil {
+		return err
+	}
+	bad := func(msg string) error {
+		fmt.Fprintf(stderr, "archive %s: %s\n", name, msg)
+		fs.Usage()
+		return errUsage
+	}
+	switch {
+	case f.dir == "":
+		return bad("--dir is required")
+	case name != "describe" && name != "verify" && f.id < 0:
+		return bad("--id is required")
+	case (name == "detach" || name == "purge") && f.position < 0:
+		return bad("--position is required")
+	case f.delay < 0:
+		return bad("--delay must not be negative")
+	}
+	return cmd.run(f, stdout)
+}
+
+// describeJSON is one recording of `archive describe --json`.
+type describeJSON struct {
+	RecordingID       int64         `json:"recordingId"`
+	State             string        `json:"state"`
+	CatalogOffset     int64         `json:"catalogOffset"`
+	StartPosition     int64         `json:"startPosition"`
+	StopPosition      int64         `json:"stopPosition"`
+	StartTimestamp    int64         `json:"startTimestamp"`
+	StopTimestamp     int64         `json:"stopTimestamp"`
+	InitialTermID     int32         `json:"initialTermId"`
+	SegmentFileLength int32         `json:"segmentFileLength"`
+	TermBufferLength  int32         `json:"termBufferLength"`
+	MTULength         int32         `json:"mtuLength"`
+	SessionID         int32         `json:"sessionId"`
+	StreamID          int32         `json:"streamId"`
+	StrippedChannel   string        `json:"strippedChannel"`
+	OriginalChannel   string        `json:"originalChannel"`
+	SourceIdentity    string        `json:"sourceIdentity"`
+	Segments          []segmentJSON `json:"segments"`
+	SegmentBytes      int64         `json:"segmentBytes"`
+	Deleted           []segmentJSON `json:"deleted"`
+}
+
+type segmentJSON struct {
+	Name string `json:"name"`
+	Base int64  `json:"base"`
+	Size int64  `json:"size"`
+}
+
+func segmentsJSON(files []archive.SegmentFile) ([]segmentJSON, int64) {
+	out := []segmentJSON{}
+	var total int64
+	for _, s := range files {
+		out = append(out, segmentJSON{s.Name, s.Base, s.Size})
+		total += s.Size
+	}
+	return out, total
+}
+
+func archiveDescribe(f *archiveFlags, stdout io.Writer) error {
+	desc, err := archive.Describe(vfs.Default, f.dir)
+	if err != nil {
+		return err
+	}
+	deleted, err := archive.DeletedSegments(vfs.Default, f.dir)
+	if err != nil {
+		return err
+	}
+	deletedOf := map[int64][]archive.SegmentFile{}
+	for _, s := range deleted {
+		id, _, _ := archive.ParseSegmentFileName(strings.TrimSuffix(s.Name, archive.DeletedSuffix))
+		deletedOf[id] = append(deletedOf[id], s)
+	}
+	recs := []describeJSON{}
+	for _, r := range desc.Recordings {
+		d := r.Descriptor
+		j := describeJSON{
+			RecordingID: d.RecordingID, State: r.State.String(), CatalogOffset: r.Offset,
+			StartPosition: d.StartPosition, StopPosition: d.StopPosition,
+			StartTimestamp: d.StartTimestamp, StopTimestamp: d.StopTimestamp,
+			InitialTermID: d.InitialTermID, SegmentFileLength: d.SegmentFileLength, TermBufferLength: d.TermBufferLength,
+			MTULength: d.MTULength, SessionID: d.SessionID, StreamID: d.StreamID,
+			StrippedChannel: d.StrippedChannel, OriginalChannel: d.OriginalChannel, SourceIdentity: d.SourceIdentity,
+		}
+		j.Segments, j.SegmentBytes = segmentsJSON(r.Segments)
+		j.Deleted, _ = segmentsJSON(deletedOf[d.RecordingID])
+		recs = append(recs, j)
+	}
+	if f.jsonOut {
+		out := struct {
+			Dir             string         `json:"dir"`
+			CatalogVersion  string         `json:"catalogVersion"`
+			Alignment       int            `json:"alignment"`
+			Capacity        int64          `json:"capacity"`
+			NextRecordingID int64          `json:"nextRecordingId"`
+			Mark            *markJSON      `json:"mark"`
+			MarkError       string         `json:"markError,omitempty"`
+			Recordings      []describeJSON `json:"recordings"`
+			UnknownSegments []string       `json:"unknownSegments"`
+		}{f.dir, versionText(desc.CatalogVersion), desc.CatalogAlignment, desc.CatalogCapacity, desc.NextRecordingID,
+			markInfo(desc.Mark), errText(desc.MarkErr), recs, append([]string{}, desc.UnknownSegments...)}
+		return writeJSON(stdout, out)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "archive %s: catalog version %s, alignment %d, capacity %d, nextRecordingId %d\n",
+		f.dir, versionText(desc.CatalogVersion), desc.CatalogAlignment, desc.CatalogCapacity, desc.NextRecordingID)
+	switch m := desc.Mark; {
+	case m != nil:
+		fmt.Fprintf(&b, "mark file: version %s, pid %d, activity %d, start %d, error buffer %d\n",
+			versionText(m.Version), m.PID, m.ActivityTimestamp, m.StartTimestamp, m.ErrorBufferLength)
+	case desc.MarkErr != nil:
+		fmt.Fprintf(&b, "mark file: unreadable: %v\n", desc.MarkErr)
+	default:
+		b.WriteString("mark file: none\n")
+	}
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "id\tstate\tstart\tstop\tsegment\tterm\tinitTerm\tsession\tstream\tfiles\tbytes\tdeleted\tchannel")
+	for _, r := range recs {
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", r.RecordingID, r.State, r.StartPosition, r.StopPosition,
+			r.SegmentFileLength, r.TermBufferLength, r.InitialTermID, r.SessionID, r.StreamID, len(r.Segments), r.SegmentBytes,
+			len(r.Deleted), r.StrippedChannel)
+	}
+	tw.Flush()
+	for _, r := range recs {
+		var parts []string
+		for _, s := range r.Segments {
+			parts = append(parts, fmt.Sprintf("%s (%d)", s.Name, s.Size))
+		}
+		for _, s := range r.Deleted {
+			parts = append(parts, fmt.Sprintf("%s (%d, pending deletion)", s.Name, s.Size))
+		}
+		fmt.Fprintf(&b, "recording %d files: %s\n", r.RecordingID, strings.Join(parts, ", "))
+	}
+	if len(desc.UnknownSegments) > 0 {
+		fmt.Fprintf(&b, "unknown segment files: %s\n", strings.Join(desc.UnknownSegments, ", "))
+	}
+	_, err = io.WriteString(stdout, b.String())
+	return err
+}
+
+type markJSON struct {
+	Version           string `json:"version"`
+	ActivityTimestamp int64  `json:"activityTimestamp"`
+	StartTimestamp    int64  `json:"startTimestamp"`
+	PID               int64  `json:"pid"`
+	ErrorBufferLength int32  `json:"errorBufferLength"`
+	ArchiveID         int64  `json:"archiveId"`
+	AeronDirectory    string `json:"aeronDirectory"`
+}
+
+func markInfo(m *archive.MarkFile) *markJSON {
+	if m == nil {
+		return nil
+	}
+	return &markJSON{versionText(m.Version), m.ActivityTimestamp, m.StartTimestamp, m.PID, m.ErrorBufferLength, m.ArchiveID, m.AeronDirectory}
+}
+
+func versionText(v int32) string { return fmt.Sprintf("%d.%d.%d", v>>16&0xff, v>>8&0xff, v&0xff) }
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// verifyJSON is one recording of `archive verify --json`.
+type verifyJSON struct {
+	RecordingID     int64    `json:"recordingId"`
+	State           string   `json:"state"`
+	Status          string   `json:"status"`
+	Problems        []string `json:"problems"`
+	StoredStop      int64    `json:"storedStop"`
+	ComputedStop    int64    `json:"computedStop"`
+	LastSegment     string   `json:"lastSegment"`
+	Truncated       bool     `json:"truncated"`
+	TruncatedAt     int64    `json:"truncatedAt,omitempty"`
+	StopUpdated     bool     `json:"stopUpdated"`
+	MarkedInvalid   bool     `json:"markedInvalid"`
+	OrphanSegments  []string `json:"orphanSegments"`
+	MissingSegments []string `json:"missingSegments"`
+}
+
+func archiveVerify(f *archiveFlags, stdout io.Writer) error {
+	opts := archive.VerifyOptions{AllSegments: f.all, Truncate: f.truncate, MarkInvalid: f.markInvalid}
+	if f.id >= 0 {
+		opts.RecordingID = &f.id
+	}
+	if f.truncate || f.markInvalid {
+		if err := refuseLive(f.dir); err != nil {
+			return err
+		}
+	}
+	rep, err := archive.Verify(vfs.Default, f.dir, opts)
+	if err != nil {
+		return err
+	}
+	if f.jsonOut {
+		recs := []verifyJSON{}
+		for _, r := range rep.Recordings {
+			recs = append(recs, verifyJSON{r.RecordingID, r.State.String(), r.Status.String(), append([]string{}, r.Problems...),
+				r.StoredStop, r.ComputedStop, r.LastSegment, r.Truncated, r.TruncatedAt, r.StopUpdated, r.MarkedInvalid,
+				append([]string{}, r.OrphanSegments...), append([]string{}, r.MissingSegments...)})
+		}
+		err = writeJSON(stdout, struct {
+			OK              bool         `json:"ok"`
+			Recordings      []verifyJSON `json:"recordings"`
+			UnknownSegments []string     `json:"unknownSegments"`
+		}{rep.OK(), recs, append([]string{}, rep.UnknownSegments...)})
+	} else {
+		var b strings.Builder
+		for _, r := range rep.Recordings {
+			fmt.Fprintf(&b, "recording %d (%s): %s", r.RecordingID, r.State, r.Status)
+			if r.Truncated {
+				fmt.Fprintf(&b, ", truncated %s at %d", r.LastSegment, r.TruncatedAt)
+			}
+			if r.StopUpdated {
+				fmt.Fprintf(&b, ", stop %d -> %d", r.StoredStop, r.ComputedStop)
+			}
+			if r.MarkedInvalid {
+				b.WriteString(", marked INVALID")
+			}
+			b.WriteByte('\n')
+			for _, p := range r.Problems {
+				fmt.Fprintf(&b, "  %s\n", p)
+			}
+			if len(r.OrphanSegments) > 0 {
+				fmt.Fprintf(&b, "  orphan segments: %s\n", strings.Join(r.OrphanSegments, ", "))
+			}
+			if len(r.MissingSegments) > 0 {
+				fmt.Fprintf(&b, "  missing segments: %s\n", strings.Join(r.MissingSegments, ", "))
+			}
+		}
+		if len(rep.UnknownSegments) > 0 {
+			fmt.Fprintf(&b, "unknown segment files: %s\n", strings.Join(rep.UnknownSegments, ", "))
+		}
+		_, err = io.WriteString(stdout, b.String())
+	}
+	if err != nil {
+		return err
+	}
+	if !rep.OK() {
+		return errors.New("verify found problems")
+	}
+	return nil
+}
+
+// refuseLive fails when the directory's mark file shows a live archive.
+func refuseLive(dir string) error {
+	m, err := archive.ReadMarkFileIn(vfs.Default, dir)
+	if err != nil {
+		return nil // no (readable) mark file: no live archive wrote one
+	}
+	now := time.Now().UnixMilli()
+	if m.IsLive(now, archive.DefaultMarkTimeout.Milliseconds()) {
+		return fmt.Errorf("%w: %s (pid %d, activity %d ms ago); stop it first or use its API",
+			archive.ErrArchiveActive, dir, m.PID, now-m.ActivityTimestamp)
+	}
+	return nil
+}
+
+// openArchive opens the existing archive in dir for a change, as a restart
+// of the archive would; a missing catalog is an error, not a new archive.
+func openArchive(f *archiveFlags) (*archive.Archive, error) {
+	if err := refuseLive(f.dir); err != nil {
+		return nil, err
+	}
+	st, err := os.Stat(filepath.Join(f.dir, archive.CatalogFileName))
+	if err != nil {
+		return nil, fmt.Errorf("no archive in %s: %w", f.dir, err)
+	}
+	opts := archive.Options{FileSyncLevel: 1, CatalogSyncLevel: 1, CatalogCapacity: max(st.Size(), archive.MinCatalogCapacity)}
+	if m, err := archive.ReadMarkFileIn(vfs.Default, f.dir); err == nil && m.ErrorBufferLength > 0 {
+		opts.MarkErrorBufferLength = m.ErrorBufferLength
+	}
+	if f.delay == 0 {
+		opts.DeleteDelay = -1
+	} else {
+		opts.DeleteDelay = f.delay
+	}
+	return archive.Open(vfs.Default, f.dir, opts)
+}
+
+// removalJSON is the output of detach, delete and purge.
+type removalJSON struct {
+	RecordingID int64    `json:"recordingId"`
+	OldStart    int64    `json:"oldStartPosition"`
+	NewStart    int64    `json:"startPosition"`
+	Renamed     int      `json:"renamed"`
+	Unlinked    int      `json:"unlinked"`
+	Pending     []string `json:"pendingDeletion"`
+}
+
+func archiveDetach(f *archiveFlags, stdout io.Writer) error {
+	return archiveRemove(f, stdout, true, false)
+}
+
+func archiveDelete(f *archiveFlags, stdout io.Writer) error {
+	return archiveRemove(f, stdout, false, true)
+}
+
+func archivePurge(f *archiveFlags, stdout io.Writer) error {
+	return archiveRemove(f, stdout, true, true)
+}
+
+func archiveRemove(f *archiveFlags, stdout io.Writer, detach, del bool) (err error) {
+	a, err := openArchive(f)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, a.Close()) }()
+	d, err := a.Catalog().Descriptor(f.id)
+	if err != nil {
+		return err
+	}
+	out := removalJSON{RecordingID: f.id, OldStart: d.StartPosition, NewStart: d.StartPosition, Pending: []string{}}
+	unlinkNow := del && (f.now || f.delay == 0)
+	if unlinkNow {
+		// Files an earlier run renamed (scheduled again by Open) go first,
+		// or the delete would wait for them.
+		if out.Unlinked, err = a.DrainDeletes(true); err != nil {
+			return err
+		}
+	}
+	switch {
+	case detach && del:
+		out.Renamed, err = a.Purge(f.id, f.position)
+	case detach:
+		err = a.Detach(f.id, f.position)
+	default:
+		out.Renamed, err = a.DeleteDetached(f.id)
+	}
+	if err != nil {
+		return err
+	}
+	if unlinkNow {
+		n, err := a.DrainDeletes(true)
+		out.Unlinked += n
+		if err != nil {
+			return err
+		}
+	}
+	if d, err = a.Catalog().Descriptor(f.id); err != nil {
+		return err
+	}
+	out.NewStart = d.StartPosition
+	for _, p := range a.PendingDeletes() {
+		out.Pending = append(out.Pending, p.Name)
+	}
+	if f.jsonOut {
+		return writeJSON(stdout, out)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "recording %d: start %d -> %d\n", out.RecordingID, out.OldStart, out.NewStart)
+	if del {
+		fmt.Fprintf(&b, "renamed %d segment files to *%s, unlinked %d\n", out.Renamed, archive.DeletedSuffix, out.Unlinked)
+		if len(out.Pending) > 0 {
+			fmt.Fprintf(&b, "pending deletion (unlinked by the archive after %v): %s\n", f.delay, strings.Join(out.Pending, ", "))
+		}
+	} else {
+		b.WriteString("segment files below the start are kept until `matchlog archive delete`\n")
+	}
+	_, err = io.WriteString(stdout, b.String())
+	return err
+}
+
+// replayCounts is the output of `archive replay --json`.
+type replayCounts struct {
+	RecordingID int64          `json:"recordingId"`
+	From        int64          `json:"from"`
+	To          int64          `json:"to"`
+	Frames      int            `json:"frames"`
+	DataFrames  int            `json:"dataFrames"`
+	PadFrames   int            `json:"padFrames"`
+	Bytes       int64          `json:"bytes"`
+	Templates   map[string]int `json:"templates"` // "schema/template" -> data frames
+}
+
+// errReplayDone stops a segment scan at the replay's end.
+var errReplayDone = errors.New("replay done")
+
+// archiveReplay reads the frames of a recording from its segment files,
+// without opening the archive (so it works beside a running one).
+func archiveReplay(f *archiveFlags, stdout io.Writer) error {
+	cat, err := archive.OpenCatalogFile(vfs.Default, f.dir, archive.CatalogOptions{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	d, err := cat.Descriptor(f.id)
+	cat.Close()
+	if err != nil {
+		return err
+	}
+	if err := archive.CheckSegmentLength(d.SegmentFileLength, d.TermBufferLength); err != nil {
+		return err
+	}
+	stop := d.StopPosition
+	if stop == archive.NullPosition {
+		if stop, _, err = archive.ComputeStopPosition(vfs.Default, f.dir, d); err != nil {
+			return err
+		}
+	}
+	from, to := f.from, f.to
+	if from < 0 {
+		from = d.StartPosition
+	}
+	if to < 0 {
+		to = stop
+	}
+	if from < d.StartPosition || from > to || to > stop || from%archive.FrameAlignment != 0 {
+		return fmt.Errorf("recording %d: replay [%d, %d) is not inside [%d, %d] or --from is not %d-aligned",
+			f.id, from, to, d.StartPosition, stop, archive.FrameAlignment)
+	}
+	counts := replayCounts{RecordingID: f.id, From: from, To: to, Templates: map[string]int{}}
+	var b strings.Builder
+	w := io.Writer(&b)
+	if f.jsonOut {
+		w = io.Discard
+	}
+	next := from // the position the next frame must have
+	tl, sl := d.TermBufferLength, d.SegmentFileLength
+	for base := archive.SegmentFileBasePosition(d.StartPosition, from, tl, sl); next < to; base += int64(sl) {
+		name := archive.SegmentFileName(f.id, base)
+		file, err := vfs.Default.Open(filepath.Join(f.dir, name))
+		if err != nil {
+			return fmt.Errorf("recording %d: %w", f.id, err)
+		}
+		size, err := file.Size()
+		if err != nil {
+			file.Close()
+			return err
+		}
+		p := archive.SegmentParams{Base: base, StartPosition: d.StartPosition, TermLength: tl, SegmentLength: sl,
+			InitialTermID: d.InitialTermID, StreamID: d.StreamID}
+		segEnd := base + int64(sl)
+		res, err := archive.ScanSegment(file, size, p, func(fr archive.Frame) error {
+			pos := base + fr.Offset
+			if pos < from {
+				return nil
+			}
+			aligned := archive.AlignedFrameLength(fr.Header.FrameLength)
+			if pos >= to || pos+aligned > to {
+				return errReplayDone
+			}
+			if pos != next {
+				return fmt.Errorf("recording %d: --from %d is not a frame boundary (next frame at %d)", f.id, next, pos)
+			}
+			next = pos + aligned
+			counts.Frames++
+			h := fr.Header
+			typ := "DATA"
+			if h.Type == archive.FrameTypePad {
+				typ = "PAD"
+				counts.PadFrames++
+			} else {
+				counts.DataFrames++
+				counts.Bytes += int64(h.FrameLength)
+			}
+			fmt.Fprintf(w, "position=%d offset=%d length=%d type=%s flags=0x%02x session=%d stream=%d termId=%d termOffset=%d",
+				pos, fr.Offset, h.FrameLength, typ, h.Flags, h.SessionID, h.StreamID, h.TermID, h.TermOffset)
+			if h.Type != archive.FrameTypePad && len(fr.Payload) >= 8 {
+				blockLength := binary.LittleEndian.Uint16(fr.Payload[0:])
+				template := binary.LittleEndian.Uint16(fr.Payload[2:])
+				schema := binary.LittleEndian.Uint16(fr.Payload[4:])
+				version := binary.LittleEndian.Uint16(fr.Payload[6:])
+				fmt.Fprintf(w, " sbe(blockLength=%d template=%d schema=%d version=%d)", blockLength, template, schema, version)
+				counts.Templates[fmt.Sprintf("%d/%d", schema, template)]++
+			}
+			fmt.Fprintln(w)
+			return nil
+		})
+		file.Close()
+		if errors.Is(err, errReplayDone) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		if res.Problem != nil && base+res.Problem.Offset < to {
+			return fmt.Errorf("recording %d: %s: %w", f.id, name, res.Problem)
+		}
+		if next < to && next < segEnd {
+			if next == from && from > base+res.End {
+				return fmt.Errorf("recording %d: --from %d is past the data of %s", f.id, from, name)
+			}
+			return fmt.Errorf("recording %d: %s: data ends at %d, before %d", f.id, name, base+res.End, to)
+		}
+	}
+	if next != to {
+		return fmt.Errorf("recording %d: --to %d is not a frame boundary (frames end at %d)", f.id, to, next)
+	}
+	if f.jsonOut {
+		return writeJSON(stdout, counts)
+	}
+	fmt.Fprintf(&b, "recording %d [%d, %d): %d frames (%d data, %d padding), %d data bytes\n",
+		f.id, from, to, counts.Frames, counts.DataFrames, counts.PadFrames, counts.Bytes)
+	_, err = io.WriteString(stdout, b.String())
+	return err
+}

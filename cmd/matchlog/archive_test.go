@@ -1,0 +1,241 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/matchlog/matchlog/archive"
+	"github.com/matchlog/matchlog/internal/logbuf"
+	"github.com/matchlog/matchlog/internal/vfs"
+)
+
+// copyArchiveFixture copies real Aeron's archive directory (read-only
+// original) into a temp directory and returns the copy.
+func copyArchiveFixture(t *testing.T) string {
+	t.Helper()
+	return filepath.Join(copyClusterFixture(t), "archive")
+}
+
+func fileExists(dir, name string) bool {
+	_, err := os.Stat(filepath.Join(dir, name))
+	return err == nil
+}
+
+func mustCLI(t *testing.T, args ...string) string {
+	t.Helper()
+	code, out, errb := runCLI(t, args...)
+	if code != 0 {
+		t.Fatalf("%v: exit %d, stderr %q, stdout\n%s", args, code, errb, out)
+	}
+	return out
+}
+
+func failCLI(t *testing.T, want string, args ...string) {
+	t.Helper()
+	code, out, errb := runCLI(t, args...)
+	if code != 1 || !strings.Contains(errb, want) {
+		t.Fatalf("%v: exit %d, stderr %q (want %q), stdout\n%s", args, code, errb, want, out)
+	}
+}
+
+// TestArchiveCLIFixture runs every command on a copy of the archive Aeron
+// wrote: describe and verify it, replay its recordings, then detach, delete
+// and purge segments of the log recording and check the files and the
+// catalog agree.
+func TestArchiveCLIFixture(t *testing.T) {
+	d := copyArchiveFixture(t)
+	out := mustCLI(t, "archive", "describe", "--dir", d)
+	for _, want := range []string{"nextRecordingId 3", "0-0.rec (131072)", "0-131072.rec (131072)", "1-0.rec (131072)", "aeron:udp?tags=65"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("describe lacks %q:\n%s", want, out)
+		}
+	}
+	var desc struct {
+		Recordings []struct {
+			RecordingID   int64 `json:"recordingId"`
+			StartPosition int64 `json:"startPosition"`
+			StopPosition  int64 `json:"stopPosition"`
+			SegmentBytes  int64 `json:"segmentBytes"`
+			Segments      []struct {
+				Name string `json:"name"`
+				Size int64  `json:"size"`
+			} `json:"segments"`
+			Deleted []struct {
+				Name string `json:"name"`
+			} `json:"deleted"`
+		} `json:"recordings"`
+	}
+	if err := json.Unmarshal([]byte(mustCLI(t, "archive", "describe", "--dir", d, "--json")), &desc); err != nil {
+		t.Fatal(err)
+	}
+	if len(desc.Recordings) != 3 || desc.Recordings[0].StopPosition != 231264 || desc.Recordings[0].SegmentBytes != 262144 ||
+		len(desc.Recordings[0].Segments) != 2 || desc.Recordings[2].StopPosition != 480 {
+		t.Fatalf("describe --json %+v", desc)
+	}
+	if out := mustCLI(t, "archive", "verify", "--dir", d, "--all"); strings.Count(out, ": OK\n") != 3 {
+		t.Fatalf("verify:\n%s", out)
+	}
+	var ver struct {
+		OK         bool `json:"ok"`
+		Recordings []struct {
+			RecordingID  int64  `json:"recordingId"`
+			Status       string `json:"status"`
+			ComputedStop int64  `json:"computedStop"`
+		} `json:"recordings"`
+	}
+	if err := json.Unmarshal([]byte(mustCLI(t, "archive", "verify", "--dir", d, "--id", "2", "--json")), &ver); err != nil {
+		t.Fatal(err)
+	}
+	if !ver.OK || len(ver.Recordings) != 1 || ver.Recordings[0].RecordingID != 2 || ver.Recordings[0].Status != "OK" || ver.Recordings[0].ComputedStop != 480 {
+		t.Fatalf("verify --id 2 --json %+v", ver)
+	}
+
+	// Replay: text frames with their SBE headers, and counts.
+	out = mustCLI(t, "archive", "replay", "--dir", d, "--id", "1")
+	if lines := strings.Count(out, "\nposition=") + strings.Count(out[:min(9, len(out))], "position="); lines != 4 ||
+		!strings.Contains(out, "position=0 offset=0 length=80 type=DATA flags=0xc0 session=-1975790907 stream=106 termId=1946887359 termOffset=0 sbe(blockLength=40 template=100 schema=111 version=12)") ||
+		!strings.Contains(out, "4 frames (4 data, 0 padding)") {
+		t.Fatalf("replay 1:\n%s", out)
+	}
+	var counts replayCounts
+	if err := json.Unmarshal([]byte(mustCLI(t, "archive", "replay", "--dir", d, "--id", "0", "--json")), &counts); err != nil {
+		t.Fatal(err)
+	}
+	if counts.Frames != 807 || counts.DataFrames != 804 || counts.PadFrames != 3 || counts.From != 0 || counts.To != 231264 || counts.Templates["111/1"] != 800 {
+		t.Fatalf("replay 0 counts %+v", counts)
+	}
+	if err := json.Unmarshal([]byte(mustCLI(t, "archive", "replay", "--dir", d, "--id", "1", "--from", "96", "--to", "288", "--json")), &counts); err != nil {
+		t.Fatal(err)
+	}
+	if counts.Frames != 2 {
+		t.Fatalf("replay [96, 288) %+v", counts)
+	}
+	failCLI(t, "not a frame boundary", "archive", "replay", "--dir", d, "--id", "1", "--from", "64")
+	failCLI(t, "not a frame boundary", "archive", "replay", "--dir", d, "--id", "1", "--to", "100")
+	failCLI(t, "not inside", "archive", "replay", "--dir", d, "--id", "1", "--to", "1000")
+	failCLI(t, "recording not found", "archive", "replay", "--dir", d, "--id", "9")
+
+	// Detach: refused off a boundary, then moves the start; files stay.
+	failCLI(t, "not a segment boundary", "archive", "detach", "--dir", d, "--id", "0", "--position", "65536")
+	failCLI(t, "past the stop segment", "archive", "detach", "--dir", d, "--id", "0", "--position", "262144")
+	failCLI(t, "not after the start segment", "archive", "detach", "--dir", d, "--id", "1", "--position", "0")
+	out = mustCLI(t, "archive", "detach", "--dir", d, "--id", "0", "--position", "131072")
+	if !strings.Contains(out, "start 0 -> 131072") || !fileExists(d, "0-0.rec") {
+		t.Fatalf("detach:\n%s", out)
+	}
+	// Verify reports the detached file as an orphan until it is deleted.
+	failCLI(t, "verify found problems", "archive", "verify", "--dir", d)
+
+	// Delete without --now: renamed, left for the archive to unlink.
+	out = mustCLI(t, "archive", "delete", "--dir", d, "--id", "0")
+	if !strings.Contains(out, "renamed 1 segment files") || fileExists(d, "0-0.rec") || !fileExists(d, "0-0.rec.deleted") {
+		t.Fatalf("delete:\n%s", out)
+	}
+	if err := json.Unmarshal([]byte(mustCLI(t, "archive", "describe", "--dir", d, "--json")), &desc); err != nil {
+		t.Fatal(err)
+	}
+	if r := desc.Recordings[0]; r.StartPosition != 131072 || len(r.Segments) != 1 || len(r.Deleted) != 1 || r.Deleted[0].Name != "0-0.rec.deleted" {
+		t.Fatalf("describe after delete %+v", r)
+	}
+	mustCLI(t, "archive", "verify", "--dir", d, "--all")
+	// --now unlinks what is pending.
+	mustCLI(t, "archive", "delete", "--dir", d, "--id", "0", "--now")
+	if fileExists(d, "0-0.rec.deleted") {
+		t.Fatal("delete --now left the renamed file")
+	}
+	if err := json.Unmarshal([]byte(mustCLI(t, "archive", "replay", "--dir", d, "--id", "0", "--json")), &counts); err != nil {
+		t.Fatal(err)
+	}
+	if counts.From != 131072 || counts.To != 231264 || counts.Frames == 0 {
+		t.Fatalf("replay after purge %+v", counts)
+	}
+	failCLI(t, "not after the start segment", "archive", "purge", "--dir", d, "--id", "0", "--position", "131072")
+	mustCLI(t, "archive", "verify", "--dir", d, "--all")
+
+	// A live archive in the directory: every change is refused.
+	a, err := archive.Open(vfs.Default, d, archive.Options{CatalogCapacity: 65536, MarkErrorBufferLength: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	failCLI(t, "another archive is active", "archive", "detach", "--dir", d, "--id", "0", "--position", "131072")
+	failCLI(t, "another archive is active", "archive", "purge", "--dir", d, "--id", "0", "--position", "131072")
+	failCLI(t, "another archive is active", "archive", "delete", "--dir", d, "--id", "0")
+	failCLI(t, "another archive is active", "archive", "verify", "--dir", d, "--truncate")
+	mustCLI(t, "archive", "replay", "--dir", d, "--id", "0", "--json") // read-only: fine
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestArchiveCLIRecorded: purge and delete on an archive our recorder
+// wrote, with --delay 0.
+func TestArchiveCLIRecorded(t *testing.T) {
+	dir := t.TempDir()
+	a, err := archive.Open(vfs.Default, dir, archive.Options{SegmentLength: 64 << 10, FileSyncLevel: 1, CatalogSyncLevel: 1,
+		CatalogCapacity: 4096, MarkErrorBufferLength: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := logbuf.NewAt(64<<10, 4096, 5, 1, 9, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, img := l.Publication(), l.Image()
+	r, err := a.StartRecording(archive.Source{Log: l, Image: img})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := make([]byte, 1000)
+	msg[2] = 42 // SBE template id 42
+	for pub.Position() < 5*64<<10 {
+		pub.SetPositionLimit(img.Position() + int64(l.TermWindowLength()))
+		if pos, err := pub.Offer(msg); err != nil {
+			t.Fatal(err)
+		} else if pos < 0 {
+			if _, err := r.Record(pub.Position()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, err := r.Record(pub.Position()); err != nil {
+		t.Fatal(err)
+	}
+	stop := r.Position()
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	mustCLI(t, "archive", "verify", "--dir", dir, "--all")
+	out := mustCLI(t, "archive", "purge", "--dir", dir, "--id", "0", "--position", "196608", "--delay", "0", "--json")
+	var rm removalJSON
+	if err := json.Unmarshal([]byte(out), &rm); err != nil {
+		t.Fatal(err)
+	}
+	if rm.OldStart != 0 || rm.NewStart != 196608 || rm.Renamed != 3 || rm.Unlinked != 3 || len(rm.Pending) != 0 {
+		t.Fatalf("purge %+v", rm)
+	}
+	for _, name := range []string{"0-0.rec", "0-65536.rec", "0-131072.rec", "0-0.rec.deleted"} {
+		if fileExists(dir, name) {
+			t.Fatalf("%s left", name)
+		}
+	}
+	mustCLI(t, "archive", "verify", "--dir", dir, "--all")
+	var counts replayCounts
+	if err := json.Unmarshal([]byte(mustCLI(t, "archive", "replay", "--dir", dir, "--id", "0", "--json")), &counts); err != nil {
+		t.Fatal(err)
+	}
+	if counts.From != 196608 || counts.To != stop || counts.DataFrames == 0 || counts.Templates["0/42"] != counts.DataFrames {
+		t.Fatalf("replay %+v", counts)
+	}
+	// Usage errors.
+	for _, args := range [][]string{
+		{"archive"}, {"archive", "nope", "--dir", dir}, {"archive", "detach", "--dir", dir, "--id", "0"},
+		{"archive", "delete", "--dir", dir}, {"archive", "describe"},
+	} {
+		if code, _, _ := runCLI(t, args...); code != 2 {
+			t.Errorf("%v: exit %d, want 2", args, code)
+		}
+	}
+}
