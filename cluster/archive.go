@@ -1,0 +1,359 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/matchlog/matchlog/archive"
+	"github.com/matchlog/matchlog/internal/logbuf"
+	"github.com/matchlog/matchlog/internal/vfs"
+	"github.com/matchlog/matchlog/snapshot"
+)
+
+// The node records through package archive (archive.Archive): the log
+// recording, extended across restarts, and one recording per snapshot.
+//
+// An archive.Archive is driven from one goroutine at a time. The node's
+// duty cycle records the log; a pauseless snapshot is encoded and recorded
+// on the snapshot goroutine. nodeArchive serialises every call with a mutex,
+// and the duty cycle only tries it (TryLock): while the snapshot goroutine
+// writes a block the log is not recorded in that cycle and its egress waits
+// for the next one — sequencing and the service go on. The snapshot's blocks
+// are bounded by its term length (Options.SnapshotTermLength), which bounds
+// that wait.
+//
+// Durability beyond the archive's file sync level: a snapshot must be
+// durable before recording.log names it, the log must be durable up to a
+// snapshot's position before the entry is written, and a stop position in
+// the catalog must never name bytes a crash can lose. At sync level 0 the
+// archive syncs nothing, so for those three the node syncs the recording's
+// segment files itself (nodeRecording.sync) before going on.
+type nodeArchive struct {
+	mu    sync.Mutex
+	a     *archive.Archive
+	fs    vfs.FS
+	dir   string
+	level int
+	// catalogRepaired: repairCatalog changed the catalog before it opened.
+	catalogRepaired bool
+}
+
+func openArchive(fsys vfs.FS, dir string, opts Options, nowMs func() int64) (*nodeArchive, error) {
+	// The node owns its archive: an archive mark file left behind by a
+	// crashed node belongs to no live archive, so it is marked stopped
+	// (activity -1, as a clean stop leaves it) before the archive opens
+	// and checks it.
+	path := fsys.Join(dir, archive.MarkFileName)
+	f, err := fsys.OpenRW(path)
+	switch {
+	case err == nil:
+		// The archive package writes the message header, so the block
+		// is at offset 8. A torn mark file is recreated by Open.
+		err = archive.UpdateMarkActivity(f, 8, archive.NullTimestamp)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return nil, fmt.Errorf("cluster: archive mark file: %w", err)
+		}
+	case !errors.Is(err, vfs.ErrNotExist):
+		return nil, fmt.Errorf("cluster: archive mark file: %w", err)
+	}
+	opened := func() (*archive.Archive, error) {
+		return archive.Open(fsys, dir, archive.Options{
+			SegmentLength:    opts.SegmentLength,
+			FileIoMaxLength:  opts.BlockLength,
+			FileSyncLevel:    opts.FileSyncLevel,
+			CatalogSyncLevel: max(1, opts.FileSyncLevel),
+			Clock:            nowMs,
+			// Smaller than Aeron's 1 MiB defaults (same layouts): a node's
+			// catalog holds a log and its snapshots, and grows as needed.
+			CatalogCapacity:       64 * 1024,
+			MarkErrorBufferLength: 64 * 1024,
+		})
+	}
+	a, err := opened()
+	repaired := false
+	if errors.Is(err, archive.ErrCorrupt) {
+		// States a crash inside the catalog's addNewRecording can leave
+		// and archive.Open does not repair (see catalogrepair.go).
+		if fixed, ferr := repairCatalog(fsys, dir); ferr != nil {
+			return nil, fmt.Errorf("cluster: archive: %w (repair: %w)", err, ferr)
+		} else if fixed {
+			repaired = true
+			a, err = opened()
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cluster: archive: %w", err)
+	}
+	return &nodeArchive{a: a, fs: fsys, dir: dir, level: opts.FileSyncLevel, catalogRepaired: repaired}, nil
+}
+
+// Descriptor implements recordinglog.Recordings.
+func (na *nodeArchive) Descriptor(id int64) (archive.RecordingDescriptor, error) {
+	na.mu.Lock()
+	defer na.mu.Unlock()
+	return na.a.Catalog().Descriptor(id)
+}
+
+func (na *nodeArchive) Close() error {
+	na.mu.Lock()
+	defer na.mu.Unlock()
+	return na.a.Close()
+}
+
+// nodeRecording is a recording of one of the node's log buffers.
+type nodeRecording struct {
+	na     *nodeArchive
+	rec    *archive.Recording
+	log    *logbuf.Log
+	img    *logbuf.Image // the recorder's reader of log
+	desc   archive.RecordingDescriptor
+	synced int64 // position up to which the files are known synced
+	// blocks and syncs count the archive's block writes (one sync each
+	// at sync level >= 1): the group commits of the log.
+	blocks, syncs int64
+}
+
+func (na *nodeArchive) newRecording(rec *archive.Recording, log *logbuf.Log, img *logbuf.Image) (*nodeRecording, error) {
+	d, err := na.a.Catalog().Descriptor(rec.ID())
+	if err != nil {
+		return nil, err
+	}
+	return &nodeRecording{na: na, rec: rec, log: log, img: img, desc: d, synced: img.Position()}, nil
+}
+
+// StartRecording starts recording log from its tail.
+func (na *nodeArchive) StartRecording(log *logbuf.Log, channel string) (*nodeRecording, error) {
+	img := log.ImageAt(log.TailPosition())
+	na.mu.Lock()
+	defer na.mu.Unlock()
+	rec, err := na.a.StartRecording(archive.Source{Log: log, Image: img, Channel: channel, SourceIdentity: "aeron:ipc"})
+	if err != nil {
+		return nil, err
+	}
+	return na.newRecording(rec, log, img)
+}
+
+// ExtendRecording continues recording id from log's tail.
+func (na *nodeArchive) ExtendRecording(id int64, log *logbuf.Log, channel string) (*nodeRecording, error) {
+	img := log.ImageAt(log.TailPosition())
+	na.mu.Lock()
+	defer na.mu.Unlock()
+	rec, err := na.a.ExtendRecording(id, archive.Source{Log: log, Image: img, Channel: channel, SourceIdentity: "aeron:ipc"})
+	if err != nil {
+		return nil, err
+	}
+	return na.newRecording(rec, log, img)
+}
+
+func (r *nodeRecording) ID() int64 { return r.rec.ID() }
+
+// Position is the recorded position: written, and synced at sync level
+// >= 1 (the archive's Recording.Position). Egress is released up to it.
+func (r *nodeRecording) Position() int64 { return r.img.Position() }
+
+// SyncedPosition is the position up to which the data is synced whatever
+// the level.
+func (r *nodeRecording) SyncedPosition() int64 {
+	if r.na.level > 0 {
+		return r.Position()
+	}
+	return r.synced
+}
+
+// record writes the committed frames up to limit. With try, it does
+// nothing when the archive is busy with another goroutine's block.
+func (r *nodeRecording) record(limit int64, try bool) error {
+	if try {
+		if !r.na.mu.TryLock() {
+			return nil
+		}
+	} else {
+		r.na.mu.Lock()
+	}
+	defer r.na.mu.Unlock()
+	for r.rec.Position() < limit {
+		n, err := r.rec.Poll()
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			break
+		}
+		r.blocks++
+		if r.na.level > 0 {
+			r.syncs++
+		}
+	}
+	if r.na.level == 0 {
+		// Level 0 syncs nothing per block, but a segment is made durable
+		// once the recording has moved past it, so that a crash can only
+		// lose the tail of the last segment (which the archive's recovery
+		// cuts off) and never leave a hole in an earlier one.
+		d := &r.desc
+		if archive.SegmentFileBasePosition(d.StartPosition, r.rec.Position(), d.TermBufferLength, d.SegmentFileLength) >
+			archive.SegmentFileBasePosition(d.StartPosition, r.synced, d.TermBufferLength, d.SegmentFileLength) {
+			return r.syncLocked()
+		}
+	}
+	return nil
+}
+
+// sync makes the recording's files durable up to the recorded position,
+// whatever the level: every segment written since the last sync, and the
+// directory.
+func (r *nodeRecording) sync() error {
+	r.na.mu.Lock()
+	defer r.na.mu.Unlock()
+	return r.syncLocked()
+}
+
+func (r *nodeRecording) syncLocked() error {
+	pos := r.rec.Position()
+	if r.na.level > 0 {
+		// The archive synced every block, and the directory whenever it
+		// created a segment.
+		r.synced = pos
+		return nil
+	}
+	d := &r.desc
+	fsys := r.na.fs
+	from := archive.SegmentFileBasePosition(d.StartPosition, r.synced, d.TermBufferLength, d.SegmentFileLength)
+	to := archive.SegmentFileBasePosition(d.StartPosition, pos, d.TermBufferLength, d.SegmentFileLength)
+	for base := from; base <= to; base += int64(d.SegmentFileLength) {
+		f, err := fsys.OpenRW(fsys.Join(r.na.dir, archive.SegmentFileName(d.RecordingID, base)))
+		if errors.Is(err, vfs.ErrNotExist) && base == to && base == pos {
+			continue // the next segment is created only when the previous one fills
+		}
+		if err != nil {
+			return err
+		}
+		err = f.SyncAll()
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if err := fsys.SyncDir(r.na.dir); err != nil {
+		return err
+	}
+	r.synced = pos
+	return nil
+}
+
+// stop ends the recording: everything committed up to limit is recorded,
+// synced (at level 0 too), and the stop position goes into the catalog.
+func (r *nodeRecording) stop(limit int64) error {
+	if err := r.record(limit, false); err != nil {
+		r.abandon()
+		return err
+	}
+	r.na.mu.Lock()
+	defer r.na.mu.Unlock()
+	if err := r.syncLocked(); err != nil {
+		r.rec.Stop()
+		return err
+	}
+	return r.rec.Stop()
+}
+
+// abandon stops a failed recording; the archive settles its stop position
+// from the files.
+func (r *nodeRecording) abandon() {
+	r.na.mu.Lock()
+	defer r.na.mu.Unlock()
+	r.rec.Stop()
+}
+
+// errStopPoll stops a replay poll after the handler's limit.
+var errStopPoll = errors.New("cluster: poll limit")
+
+// replaySource replays a recording as a snapshot.FragmentSource. It must
+// be used on the goroutine that owns the archive (the node's, at start).
+type replaySource struct {
+	na   *nodeArchive
+	rp   *archive.Replay
+	id   int64
+	err  error
+	done bool
+}
+
+// replay opens a replay of recording id over [from, to) (to -1: its stop).
+func (na *nodeArchive) replay(id, from, to int64) (*replaySource, error) {
+	if to < 0 {
+		to = archive.NullPosition
+	}
+	na.mu.Lock()
+	defer na.mu.Unlock()
+	rp, err := na.a.StartReplay(id, from, to)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: replay of recording %d: %w", id, err)
+	}
+	return &replaySource{na: na, rp: rp, id: id}, nil
+}
+
+// each calls fn for every data frame's payload and the position after it.
+func (s *replaySource) each(fn func(payload []byte, pos int64) error) error {
+	var ferr error
+	for !s.done && s.err == nil {
+		before := s.rp.Position()
+		_, err := s.rp.Poll(func(pos int64, frame []byte) error {
+			if err := fn(frame[logbuf.HeaderLength:], pos+int64(logbuf.Align(len(frame), logbuf.FrameAlignment))); err != nil {
+				ferr = err
+				return err
+			}
+			return nil
+		})
+		switch {
+		case ferr != nil:
+			return ferr
+		case errors.Is(err, io.EOF):
+			s.done = true
+		case err != nil:
+			s.err = fmt.Errorf("cluster: replay of recording %d at %d: %w", s.id, s.rp.Position(), err)
+		case s.rp.Position() == before:
+			s.done = true
+		}
+	}
+	return s.err
+}
+
+// Poll implements snapshot.FragmentSource.
+func (s *replaySource) Poll(h snapshot.FragmentHandler, limit int) int {
+	n := 0
+	for n < limit && !s.done && s.err == nil {
+		before := s.rp.Position()
+		_, err := s.rp.Poll(func(pos int64, frame []byte) error {
+			if n >= limit {
+				return errStopPoll
+			}
+			payload := frame[logbuf.HeaderLength:]
+			h(payload, 0, len(payload), pos+int64(logbuf.Align(len(frame), logbuf.FrameAlignment)))
+			n++
+			return nil
+		})
+		switch {
+		case errors.Is(err, errStopPoll):
+			return n
+		case errors.Is(err, io.EOF):
+			s.done = true
+		case err != nil:
+			s.err = fmt.Errorf("cluster: replay of recording %d at %d: %w", s.id, s.rp.Position(), err)
+		case s.rp.Position() == before:
+			s.done = true
+		}
+	}
+	return n
+}
+
+// Err is the replay's error, if any.
+func (s *replaySource) Err() error { return s.err }
+
+// Close ends the replay.
+func (s *replaySource) Close() error { return s.rp.Close() }

@@ -1,0 +1,231 @@
+// Package enginesvc runs the matching engine as a clustered service: the one
+// place that joins package engine and package cluster.
+//
+// Each session message is one enginesbe command (schema 7002, with its
+// 8-byte header); the service applies it to its engine with the log's
+// timestamp as Command.Time and offers each event, enginesbe-encoded, to the
+// session's egress (the node releases it once the command is durable). A
+// message that does not decode is skipped (and counted), as it is in the log
+// and every replay must skip it the same way.
+//
+// Snapshots go through snapshot.Publisher: OnTakeSnapshot takes the live
+// engine linearly (stop the world); PrepareSnapshot clones the engine
+// (engine.Engine.Clone, O(instruments)) and returns a task that encodes the
+// frozen view with snapshot.Publisher.TakeFrozen — in parallel when
+// Options.Workers > 0 — on the node's snapshot goroutine. OnStart restores
+// through snapshot.Load, which is strict (markers, counts, checksum, and the
+// engine restorer's check of End's state hash against the records), then
+// checks the rebuilt engine's StateHash against End's once more.
+package enginesvc
+
+import (
+	"fmt"
+
+	"github.com/matchlog/matchlog/cluster"
+	"github.com/matchlog/matchlog/engine"
+	"github.com/matchlog/matchlog/sbe/snapshotsbe"
+	"github.com/matchlog/matchlog/snapshot"
+)
+
+// Options configure a Service.
+type Options struct {
+	// Workers is the number of parallel snapshot encoders (0: linear).
+	Workers int
+	// ParallelMin overrides snapshot.Publisher.ParallelMin when positive.
+	ParallelMin int
+	// PartitionOrders overrides snapshot.Publisher.PartitionOrders.
+	PartitionOrders int
+	// AppVersion must match the snapshot's on restore.
+	AppVersion int32
+	// OnApplied, if set, is called after each command with its log
+	// position and the events (valid during the call), for tests and
+	// tracing.
+	OnApplied func(logPosition int64, c *engine.Command, evs []engine.Event)
+}
+
+// Service is the matching engine as a cluster.PauselessService.
+type Service struct {
+	opts    Options
+	eng     *engine.Engine
+	c       cluster.Cluster
+	pub     *snapshot.Publisher
+	sw      switchClaimer
+	cmd     engine.Command
+	buf     []byte
+	Skipped int64 // messages that did not decode
+}
+
+var _ cluster.PauselessService = (*Service)(nil)
+
+// New returns a service with an empty engine.
+func New(opts Options) *Service {
+	return &Service{opts: opts, eng: engine.New()}
+}
+
+// Engine is the live engine; use it only on the node's goroutine.
+func (s *Service) Engine() *engine.Engine { return s.eng }
+
+// switchClaimer lets one Publisher write into each snapshot's publication.
+type switchClaimer struct {
+	c    cluster.Publication
+	idle func() error
+}
+
+func (w *switchClaimer) TryClaim(n int) ([]byte, int64, error) { return w.c.TryClaim(n) }
+func (w *switchClaimer) Commit()                               { w.c.Commit() }
+func (w *switchClaimer) Abort()                                { w.c.Abort() }
+func (w *switchClaimer) MaxPayloadLength() int                 { return w.c.MaxPayloadLength() }
+
+func (s *Service) publisher(pub cluster.Publication, idle func() error) (*snapshot.Publisher, error) {
+	s.sw.c, s.sw.idle = pub, idle
+	if s.pub != nil {
+		return s.pub, nil // every snapshot publication has the node's MTU
+	}
+	p, err := snapshot.NewPublisher(&s.sw, func() error {
+		if s.sw.idle != nil {
+			return s.sw.idle()
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if s.opts.Workers > 0 {
+		if err := p.StartWorkers(s.opts.Workers); err != nil {
+			return nil, err
+		}
+	}
+	if s.opts.ParallelMin > 0 {
+		p.ParallelMin = s.opts.ParallelMin
+	}
+	if s.opts.PartitionOrders > 0 {
+		p.PartitionOrders = s.opts.PartitionOrders
+	}
+	s.pub = p
+	return p, nil
+}
+
+func marker(info cluster.SnapshotInfo) snapshot.Marker {
+	return snapshot.Marker{TypeID: snapshot.ServiceSnapshotTypeID, LogPosition: info.LogPosition,
+		LeadershipTermID: info.LeadershipTermID, TimeUnit: info.TimeUnit, AppVersion: info.AppVersion}
+}
+
+// OnStart implements cluster.Service: restore from img when there is one.
+func (s *Service) OnStart(c cluster.Cluster, img cluster.SnapshotImage) error {
+	s.c = c
+	if img == nil {
+		return nil
+	}
+	src := &endWatcher{src: img}
+	eng, m, err := snapshot.Load(src, snapshot.LoadOptions{TypeID: snapshot.ServiceSnapshotTypeID, AppVersion: s.opts.AppVersion})
+	if err != nil {
+		return err
+	}
+	if m.LogPosition != c.LogPosition() {
+		return fmt.Errorf("enginesvc: engine snapshot is at log position %d, the service snapshot at %d", m.LogPosition, c.LogPosition())
+	}
+	// The restorer has checked End's hash against the records; check the
+	// engine it built against it too, independently.
+	if !src.seen {
+		return fmt.Errorf("enginesvc: snapshot at log position %d has no End record", m.LogPosition)
+	}
+	if h := eng.StateHash(); h != src.hash {
+		return fmt.Errorf("enginesvc: restored state hash %016x differs from the snapshot End's %016x (log position %d)", h, src.hash, m.LogPosition)
+	}
+	s.eng = eng
+	return nil
+}
+
+// endWatcher passes a snapshot through and keeps the state hash of its End
+// record.
+type endWatcher struct {
+	src  snapshot.FragmentSource
+	hash uint64
+	seen bool
+}
+
+func (w *endWatcher) Poll(h snapshot.FragmentHandler, limit int) int {
+	return w.src.Poll(func(buf []byte, off, n int, pos int64) {
+		b := buf[off : off+n]
+		if hd, err := snapshotsbe.WrapMessageHeader(b, 0); err == nil &&
+			hd.SchemaId() == snapshotsbe.SchemaID && hd.TemplateId() == snapshotsbe.EndTemplateID {
+			var d snapshotsbe.EndDecoder
+			if d.WrapWithHeader(b, 0) == nil {
+				w.hash, w.seen = d.StateHash(), true
+			}
+		}
+		h(buf, off, n, pos)
+	}, limit)
+}
+
+// OnSessionOpen implements cluster.Service.
+func (s *Service) OnSessionOpen(*cluster.ClientSession, int64) error { return nil }
+
+// OnSessionClose implements cluster.Service.
+func (s *Service) OnSessionClose(*cluster.ClientSession, int64, cluster.CloseReason) error {
+	return nil
+}
+
+// OnSessionMessage implements cluster.Service: one command in, its events
+// out to the session.
+func (s *Service) OnSessionMessage(sess *cluster.ClientSession, ts int64, msg []byte, pos int64) error {
+	if err := DecodeCommand(msg, &s.cmd); err != nil {
+		s.Skipped++
+		return nil
+	}
+	s.cmd.Time = ts
+	evs := s.eng.Apply(&s.cmd)
+	for i := range evs {
+		s.buf = AppendEvent(s.buf[:0], &evs[i])
+		s.c.Offer(sess.ID, s.buf)
+	}
+	if s.opts.OnApplied != nil {
+		s.opts.OnApplied(pos, &s.cmd, evs)
+	}
+	return nil
+}
+
+// OnTimerEvent implements cluster.Service (the engine schedules none).
+func (s *Service) OnTimerEvent(int64, int64) error { return nil }
+
+// OnTakeSnapshot implements cluster.Service: a linear take of the live
+// engine.
+func (s *Service) OnTakeSnapshot(info cluster.SnapshotInfo, pub cluster.Publication, idle func() error) error {
+	p, err := s.publisher(pub, idle)
+	if err != nil {
+		return err
+	}
+	return p.Take(s.eng, marker(info))
+}
+
+// PrepareSnapshot implements cluster.PauselessService: a frozen clone now,
+// encoded later by the returned task.
+func (s *Service) PrepareSnapshot(info cluster.SnapshotInfo) (cluster.SnapshotTask, error) {
+	return &task{s: s, f: s.eng.Clone(), m: marker(info)}, nil
+}
+
+type task struct {
+	s *Service
+	f *engine.Frozen
+	m snapshot.Marker
+}
+
+// Write implements cluster.SnapshotTask.
+func (t *task) Write(pub cluster.Publication, idle func() error) error {
+	p, err := t.s.publisher(pub, idle)
+	if err != nil {
+		return err
+	}
+	return p.TakeFrozen(t.f, t.m)
+}
+
+// OnRoleChange implements cluster.Service.
+func (s *Service) OnRoleChange(cluster.Role) error { return nil }
+
+// OnTerminate implements cluster.Service: stops the encoding workers.
+func (s *Service) OnTerminate(cluster.Cluster) error {
+	if s.pub != nil {
+		return s.pub.Close()
+	}
+	return nil
+}

@@ -1,0 +1,91 @@
+package cluster
+
+import (
+	"encoding/binary"
+	"errors"
+	"os"
+
+	"github.com/matchlog/matchlog/internal/vfs"
+)
+
+// Layout of cluster-mark.dat (Aeron's ClusterMarkFile, mark codecs schema
+// 110 version 2). Part of the file format: never change.
+const (
+	MarkFileName          = "cluster-mark.dat"
+	markHeaderLength      = 8192
+	markBlockLength       = 128
+	markTemplateID        = 200
+	markSchemaID          = 110
+	markSchemaVersion     = 2
+	markVersion           = 3 << 8 // compose(0, 3, 0)
+	markComponentCM       = 1
+	markErrorBufferLength = 64 * 1024
+)
+
+// writeMarkFile creates or refreshes cluster-mark.dat as a consensus
+// module's, with the version written last.
+func writeMarkFile(fsys vfs.FS, dir string, nowMs int64, clusterDir string) (vfs.File, error) {
+	path := fsys.Join(dir, MarkFileName)
+	f, err := fsys.OpenRW(path)
+	created := false
+	if errors.Is(err, vfs.ErrNotExist) {
+		f, err = fsys.Create(path)
+		created = true
+	}
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, markHeaderLength)
+	le := binary.LittleEndian
+	le.PutUint16(b[0:], markBlockLength)
+	le.PutUint16(b[2:], markTemplateID)
+	le.PutUint16(b[4:], markSchemaID)
+	le.PutUint16(b[6:], markSchemaVersion)
+	h := b[8:]
+	le.PutUint32(h[4:], markComponentCM)
+	le.PutUint64(h[8:], uint64(nowMs))  // activity
+	le.PutUint64(h[16:], uint64(nowMs)) // start
+	le.PutUint64(h[24:], uint64(os.Getpid()))
+	le.PutUint64(h[32:], ^uint64(0)) // candidateTermId -1
+	le.PutUint32(h[40:], 10)         // archive stream
+	le.PutUint32(h[44:], 104)        // service stream
+	le.PutUint32(h[48:], 105)        // consensus module stream
+	le.PutUint32(h[52:], 101)        // ingress stream
+	le.PutUint32(h[56:], 0)          // member id
+	le.PutUint32(h[60:], ^uint32(0)) // service id -1
+	le.PutUint32(h[64:], markHeaderLength)
+	le.PutUint32(h[68:], markErrorBufferLength)
+	le.PutUint32(h[72:], 0) // cluster id
+	off := 8 + markBlockLength
+	for _, s := range []string{"", "aeron:ipc?term-length=128k", "aeron:ipc", "matchlog", "", clusterDir} {
+		le.PutUint32(b[off:], uint32(len(s)))
+		off += 4 + copy(b[off+4:], s)
+	}
+	if _, err = f.WriteAt(b, 0); err == nil {
+		err = f.Truncate(markHeaderLength + markErrorBufferLength)
+	}
+	if err == nil {
+		var v [4]byte
+		le.PutUint32(v[:], markVersion)
+		_, err = f.WriteAt(v[:], 8)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if err == nil && created {
+		err = fsys.SyncDir(dir)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// stampMarkFile writes the activity timestamp (-1 after a clean stop).
+func stampMarkFile(f vfs.File, ts int64) error {
+	var v [8]byte
+	binary.LittleEndian.PutUint64(v[:], uint64(ts))
+	_, err := f.WriteAt(v[:], 16)
+	return err
+}

@@ -1,0 +1,708 @@
+package cluster
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/matchlog/matchlog/cluster/recordinglog"
+	"github.com/matchlog/matchlog/internal/logbuf"
+	"github.com/matchlog/matchlog/internal/vfs"
+	acs "github.com/matchlog/matchlog/sbe/aeronclustersbe"
+)
+
+// Directory and stream layout of a node.
+const (
+	ClusterDirName = "cluster"
+	ArchiveDirName = "archive"
+
+	LogChannel      = "aeron:ipc?alias=log"
+	SnapshotChannel = "aeron:ipc?alias=snapshot"
+
+	LogStreamID                     = 100
+	ServiceSnapshotStreamID         = 106
+	ConsensusModuleSnapshotStreamID = 107
+)
+
+// SnapshotMode chooses how snapshots are taken.
+type SnapshotMode int
+
+const (
+	// Pauseless: the service freezes a copy-on-write clone at the snapshot
+	// position and the node encodes it on another goroutine while it goes
+	// on sequencing (needs a PauselessService; others fall back to
+	// StopTheWorld).
+	Pauseless SnapshotMode = iota
+	// StopTheWorld: the service writes its snapshot in OnTakeSnapshot
+	// while the node waits.
+	StopTheWorld
+)
+
+// Options configure a Node.
+type Options struct {
+	// FS is the file system (vfs.Default if nil); Dir the node directory
+	// holding cluster/ and archive/.
+	FS  vfs.FS
+	Dir string
+	// Service is the clustered service (one per node).
+	Service Service
+	// Clock returns the cluster time in nanoseconds for timestamps and
+	// timers (time.Now().UnixNano if nil). It is read only when sequencing.
+	Clock func() int64
+	// TermLength of the log and snapshot buffers (default 16 MiB), MTU
+	// (default 1408), SegmentLength of archive segments (default 128 MiB).
+	TermLength    int
+	MTU           int
+	SegmentLength int32
+	// FileSyncLevel is the archive's file sync level for the log: 0 no
+	// sync, 1 data, 2 data and metadata, per block. Egress of a message is
+	// released once the message's log position is durable at this level.
+	// At level 0 nothing is synced: released events do not mean the
+	// command survives a crash — a crash may lose acknowledged commands.
+	FileSyncLevel int
+	// BlockLength caps one archive write and sync (Aeron's
+	// fileIoMaxLength: a power of two >= 64 KiB; default 16 MiB).
+	BlockLength int
+	// SnapshotTermLength is the term length of the service snapshot's
+	// publication, which also bounds one snapshot block: a pauseless
+	// snapshot's block holds the archive while it is written and synced,
+	// delaying the log's durability (and egress) by that long. Default
+	// 1 MiB when pauseless, TermLength when stopping the world.
+	SnapshotTermLength int
+	// SnapshotMode (default Pauseless), SnapshotEveryBytes of log and
+	// SnapshotEvery of cluster time (0: off).
+	SnapshotMode       SnapshotMode
+	SnapshotEveryBytes int64
+	SnapshotEvery      time.Duration
+	// AppVersion goes into snapshot markers and the new-term event.
+	AppVersion int32
+	// Egress receives a session's messages once they may be released
+	// (called from DoWork; msg valid during the call only).
+	Egress func(sessionID int64, msg []byte)
+	// MaxBatch bounds the ingress messages sequenced per DoWork
+	// (default 1024).
+	MaxBatch int
+}
+
+// Stats count what the node did.
+type Stats struct {
+	Sequenced     int64 // log entries appended
+	Applied       int64 // log entries delivered to the service live
+	Replayed      int64 // log entries replayed at start
+	LogBlocks     int64 // archive writes of the log
+	LogSyncs      int64 // archive syncs of the log (group commits)
+	Released      int64 // egress messages released
+	Snapshots     int64 // snapshot sets completed
+	LogPosition   int64 // appended log position
+	DurableLog    int64 // durable log position
+	SnapshotBytes int64 // bytes of completed snapshot recordings
+	// LastSnapshotWrite is how long the last snapshot set took to write
+	// (on the snapshot goroutine when pauseless).
+	LastSnapshotWrite time.Duration
+	Skipped           int64 // log entries for sessions no longer open
+}
+
+// Errors.
+var (
+	ErrClosed  = errors.New("cluster: node closed")
+	ErrTooLong = errors.New("cluster: message longer than one frame")
+)
+
+type ingressKind uint8
+
+const (
+	inOpen ingressKind = iota + 1
+	inMessage
+	inClose
+)
+
+type ingress struct {
+	kind    ingressKind
+	session int64
+	channel string
+	stream  int32
+	data    []byte
+}
+
+type egressMsg struct {
+	pos     int64
+	session int64
+	off, n  int
+}
+
+// snapshotJob is a snapshot set being written.
+type snapshotJob struct {
+	info     SnapshotInfo
+	done     chan struct{}
+	svcRec   int64
+	cmRec    int64
+	bytes    int64
+	err      error
+	ts       int64 // cluster time of the request
+	started  time.Time
+	duration time.Duration // of the background write
+}
+
+// Node is the embedded single-process cluster node: sequencer, log,
+// archive recorder, consensus-module state, snapshots and the service.
+// DoWork and the Service run on the caller's goroutine; Connect, Offer,
+// CloseSession and RequestSnapshot may be called from any goroutine.
+type Node struct {
+	opts    Options
+	fs      vfs.FS
+	cdir    string
+	adir    string
+	svc     Service
+	psvc    PauselessService
+	mark    vfs.File
+	rlog    *recordinglog.Log
+	arc     *nodeArchive
+	log     *logbuf.Log
+	pub     *logbuf.ExclusivePublication
+	img     *logbuf.Image
+	rec     *nodeRecording
+	recID   int64
+	termID  int64
+	cm      *cmState
+	closed  bool
+	failed  error
+	scratch []byte
+
+	// dispatch state
+	replaying bool
+	curPos    int64
+	curTime   int64
+	lastTime  int64
+	lastMs    atomic.Int64
+
+	// ingress (guarded by mu)
+	mu            sync.Mutex
+	in            []ingress
+	nextSessionID int64
+	pendingOpen   map[int64]bool
+	snapRequested bool
+
+	// timers whose TimerEvent is in the log but not yet read
+	firing map[int64]bool
+	due    [][2]int64 // scratch: deadline, correlation id
+
+	// egress awaiting durability
+	egress []egressMsg
+	arena  []byte
+
+	// snapshots
+	job          *snapshotJob
+	lastSnapPos  int64
+	lastSnapTime int64
+
+	stats    Stats
+	recovery Recovery
+}
+
+func (o *Options) defaults() {
+	if o.FS == nil {
+		o.FS = vfs.Default
+	}
+	if o.Clock == nil {
+		o.Clock = func() int64 { return time.Now().UnixNano() }
+	}
+	if o.TermLength == 0 {
+		o.TermLength = 16 << 20
+	}
+	if o.MTU == 0 {
+		o.MTU = logbuf.DefaultMTU
+	}
+	if o.MaxBatch <= 0 {
+		o.MaxBatch = 1024
+	}
+	if o.SnapshotTermLength == 0 {
+		o.SnapshotTermLength = o.TermLength
+		if o.SnapshotMode == Pauseless {
+			o.SnapshotTermLength = min(o.TermLength, 1<<20)
+		}
+	}
+}
+
+// Open opens the node directory (creating it on a first start), recovers
+// the latest snapshot set and the log after it, and starts a new
+// leadership term. The service's OnStart has run when Open returns.
+//
+// A missing, incomplete or corrupt latest snapshot set stops the start with
+// an error naming it; the fall back is `matchlog cluster
+// invalidate-latest-snapshot` (recordinglog.Log.InvalidateLatestSnapshot),
+// which makes the previous set the latest. Open never silently starts empty
+// or from an older snapshot.
+func Open(opts Options) (*Node, error) {
+	opts.defaults()
+	if opts.Service == nil {
+		return nil, errors.New("cluster: Options.Service is nil")
+	}
+	if err := logbuf.CheckTermLength(opts.TermLength); err != nil {
+		return nil, err
+	}
+	n := &Node{opts: opts, fs: opts.FS, svc: opts.Service, cm: newCMState(), firing: map[int64]bool{},
+		pendingOpen: map[int64]bool{}, scratch: make([]byte, opts.MTU)}
+	if p, ok := opts.Service.(PauselessService); ok && opts.SnapshotMode == Pauseless {
+		n.psvc = p
+	}
+	n.cdir = n.fs.Join(opts.Dir, ClusterDirName)
+	n.adir = n.fs.Join(opts.Dir, ArchiveDirName)
+	if err := n.open(); err != nil {
+		n.closeFiles(true)
+		return nil, err
+	}
+	return n, nil
+}
+
+// nowMs is the cluster time in ms of the last timestamp taken, for catalog
+// and mark-file timestamps; safe on any goroutine (the snapshot writer's).
+func (n *Node) nowMs() int64 { return n.lastMs.Load() }
+
+type nodeHandle struct{ n *Node }
+
+func (n *Node) handle() Cluster { return nodeHandle{n} }
+
+func (h nodeHandle) LogPosition() int64      { return h.n.curPos }
+func (h nodeHandle) Time() int64             { return h.n.curTime }
+func (h nodeHandle) LeadershipTermID() int64 { return h.n.termID }
+func (h nodeHandle) Role() Role              { return RoleLeader }
+func (h nodeHandle) Idle() error {
+	// Keep the archive and egress going during long work in a callback:
+	// everything sequenced is committed while the service runs.
+	n := h.n
+	if n.replaying || n.rec == nil {
+		return nil
+	}
+	if err := n.rec.record(n.pub.Position(), true); err != nil {
+		return err
+	}
+	n.release()
+	return nil
+}
+func (h nodeHandle) ScheduleTimer(id, deadline int64) error {
+	h.n.cm.timers[id] = deadline
+	delete(h.n.firing, id)
+	return nil
+}
+func (h nodeHandle) CancelTimer(id int64) bool {
+	_, ok := h.n.cm.timers[id]
+	delete(h.n.cm.timers, id)
+	delete(h.n.firing, id)
+	return ok
+}
+func (h nodeHandle) Offer(sessionID int64, msg []byte) bool {
+	n := h.n
+	if n.cm.sessions[sessionID] == nil {
+		return false
+	}
+	if n.replaying {
+		return true
+	}
+	off := len(n.arena)
+	n.arena = append(n.arena, msg...)
+	n.egress = append(n.egress, egressMsg{pos: n.curPos, session: sessionID, off: off, n: len(msg)})
+	return true
+}
+
+// Connect opens a session: the open event is sequenced into the log by a
+// later DoWork. It returns the session id.
+func (n *Node) Connect(responseChannel string, responseStreamID int32) (int64, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return 0, ErrClosed
+	}
+	id := n.nextSessionID
+	n.nextSessionID++
+	n.pendingOpen[id] = true
+	n.in = append(n.in, ingress{kind: inOpen, session: id, channel: responseChannel, stream: responseStreamID})
+	return id, nil
+}
+
+// Offer queues msg (copied) for sequencing on a session. A message of a
+// session that is neither open nor being opened when its turn comes is
+// dropped; one longer than a frame (MTU - 64 bytes) is refused.
+func (n *Node) Offer(sessionID int64, msg []byte) error {
+	if len(msg)+acs.MessageHeaderEncodedLength+acs.SessionMessageHeaderBlockLength > n.opts.MTU-logbuf.HeaderLength {
+		return ErrTooLong
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return ErrClosed
+	}
+	n.in = append(n.in, ingress{kind: inMessage, session: sessionID, data: append([]byte(nil), msg...)})
+	return nil
+}
+
+// CloseSession queues the close of a session.
+func (n *Node) CloseSession(sessionID int64) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return ErrClosed
+	}
+	n.in = append(n.in, ingress{kind: inClose, session: sessionID})
+	return nil
+}
+
+// RequestSnapshot asks for a snapshot at the next DoWork (ClusterTool
+// snapshot).
+func (n *Node) RequestSnapshot() {
+	n.mu.Lock()
+	n.snapRequested = true
+	n.mu.Unlock()
+}
+
+// SnapshotInProgress reports whether a background snapshot is being
+// written.
+func (n *Node) SnapshotInProgress() bool { return n.job != nil }
+
+// Stats returns the node's counters.
+func (n *Node) Stats() Stats {
+	s := n.stats
+	if n.rec != nil {
+		s.LogBlocks, s.LogSyncs = n.rec.blocks, n.rec.syncs
+		s.DurableLog = n.rec.Position()
+	}
+	if n.pub != nil {
+		s.LogPosition = n.pub.Position()
+	}
+	return s
+}
+
+// LogPosition is the appended log position.
+func (n *Node) LogPosition() int64 { return n.pub.Position() }
+
+// LeadershipTermID is the current leadership term.
+func (n *Node) LeadershipTermID() int64 { return n.termID }
+
+// LogRecordingID is the archive recording holding the log.
+func (n *Node) LogRecordingID() int64 { return n.recID }
+
+func (n *Node) timestamp() int64 {
+	t := n.opts.Clock()
+	if t < n.lastTime {
+		t = n.lastTime
+	}
+	n.lastTime = t
+	n.lastMs.Store(t / 1e6)
+	return t
+}
+
+// DoWork runs one duty cycle: complete a background snapshot, sequence
+// ingress and due timers (and a due snapshot request), deliver the new log
+// entries to the service, record them, and release egress that became
+// durable. It returns the amount of work done; an error is permanent.
+func (n *Node) DoWork() (int, error) {
+	if n.failed != nil {
+		return 0, n.failed
+	}
+	if n.closed {
+		return 0, ErrClosed
+	}
+	work, err := n.doWork()
+	if err != nil {
+		n.fail(err)
+		return work, err
+	}
+	return work, nil
+}
+
+func (n *Node) fail(err error) {
+	if n.failed == nil {
+		n.failed = err
+	}
+}
+
+func (n *Node) doWork() (int, error) {
+	before := n.stats.Snapshots + n.stats.Released + n.rec.blocks
+	if err := n.pollSnapshot(false); err != nil {
+		return 0, err
+	}
+	work, err := n.sequence()
+	if err != nil {
+		return work, err
+	}
+	if err := n.step(true); err != nil {
+		return work, err
+	}
+	if err := n.pollSnapshot(false); err != nil {
+		return work, err
+	}
+	// Work is what was sequenced, recorded, released or completed.
+	return work + int(n.stats.Snapshots+n.stats.Released+n.rec.blocks-before), nil
+}
+
+// Pending is how many ingress messages wait to be sequenced plus how many
+// egress messages wait for durability. A duty cycle may do no work while
+// some are pending (the log is back-pressured while a pauseless snapshot
+// holds the archive); the caller idles and calls DoWork again.
+func (n *Node) Pending() int {
+	n.mu.Lock()
+	in := len(n.in)
+	n.mu.Unlock()
+	return in + len(n.egress)
+}
+
+// step delivers the log to the service, records it and releases egress.
+func (n *Node) step(live bool) error {
+	limit := n.pub.Position()
+	for n.img.Position() < limit {
+		var derr error
+		cnt := n.img.Poll(func(buf []byte, offset, length int, hdr logbuf.Header) {
+			if derr != nil {
+				return
+			}
+			derr = n.dispatch(buf[offset:offset+length], hdr.Position())
+			n.stats.Applied++
+		}, 256)
+		if derr != nil {
+			return derr
+		}
+		if cnt == 0 {
+			break
+		}
+	}
+	if err := n.rec.record(limit, true); err != nil {
+		return err
+	}
+	n.pub.SetPositionLimit(min(n.img.Position(), n.rec.Position()) + int64(n.log.TermWindowLength()))
+	n.release()
+	return nil
+}
+
+func (n *Node) release() {
+	durable := n.rec.Position()
+	i := 0
+	for ; i < len(n.egress) && n.egress[i].pos <= durable; i++ {
+		e := n.egress[i]
+		if n.opts.Egress != nil {
+			n.opts.Egress(e.session, n.arena[e.off:e.off+e.n])
+		}
+		n.stats.Released++
+	}
+	if i == 0 {
+		return
+	}
+	if i == len(n.egress) {
+		n.egress = n.egress[:0]
+		n.arena = n.arena[:0]
+		return
+	}
+	n.egress = append(n.egress[:0], n.egress[i:]...)
+}
+
+// offerLog appends one encoded entry to the log; false when back-pressured.
+func (n *Node) offerLog(msg []byte) (bool, error) {
+	pos, err := n.pub.Offer(msg)
+	if err != nil {
+		return false, err
+	}
+	if pos == logbuf.BackPressured {
+		return false, nil
+	}
+	n.stats.Sequenced++
+	return true, nil
+}
+
+// sequence appends ingress, due timers and a due snapshot request.
+func (n *Node) sequence() (int, error) {
+	n.mu.Lock()
+	batch := n.in
+	if len(batch) > n.opts.MaxBatch {
+		batch = batch[:n.opts.MaxBatch]
+	}
+	snapReq := n.snapRequested
+	n.mu.Unlock()
+	done := 0
+	now := n.timestamp()
+	var err error
+	for i := range batch {
+		it := &batch[i]
+		ok := true
+		switch it.kind {
+		case inOpen:
+			ok, err = n.offerLog(n.encodeOpen(it, now))
+		case inMessage:
+			if n.cm.sessions[it.session] != nil || n.pendingOpenLocked(it.session) {
+				ok, err = n.offerLog(n.encodeMessage(it.session, now, it.data))
+			}
+		case inClose:
+			if n.cm.sessions[it.session] != nil || n.pendingOpenLocked(it.session) {
+				ok, err = n.offerLog(n.encodeClose(it.session, now))
+			}
+		}
+		if err != nil {
+			return done, err
+		}
+		if !ok {
+			break
+		}
+		done++
+	}
+	n.mu.Lock()
+	for i := 0; i < done; i++ {
+		if batch[i].kind == inOpen {
+			delete(n.pendingOpen, batch[i].session)
+		}
+	}
+	n.in = append(n.in[:0], n.in[done:]...)
+	n.mu.Unlock()
+	if done < len(batch) {
+		return done, nil
+	}
+	// Timers due, by deadline then correlation id.
+	n.due = n.due[:0]
+	for id, deadline := range n.cm.timers {
+		if deadline <= now && !n.firing[id] {
+			n.due = append(n.due, [2]int64{deadline, id})
+		}
+	}
+	slices.SortFunc(n.due, func(a, b [2]int64) int {
+		if c := cmp.Compare(a[0], b[0]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a[1], b[1])
+	})
+	for _, t := range n.due {
+		ok, err := n.offerLog(n.encodeTimer(t[1], now))
+		if err != nil {
+			return done, err
+		}
+		if !ok {
+			return done, nil
+		}
+		n.firing[t[1]] = true
+		done++
+	}
+	// Snapshot due.
+	if n.job == nil && (snapReq || n.snapshotDue(now)) {
+		ok, err := n.offerLog(n.encodeAction(now))
+		if err != nil {
+			return done, err
+		}
+		if ok {
+			n.mu.Lock()
+			n.snapRequested = false
+			n.mu.Unlock()
+			done++
+		}
+	}
+	return done, nil
+}
+
+func (n *Node) pendingOpenLocked(id int64) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.pendingOpen[id]
+}
+
+func (n *Node) snapshotDue(now int64) bool {
+	pos := n.pub.Position()
+	if n.opts.SnapshotEveryBytes > 0 && pos-n.lastSnapPos >= n.opts.SnapshotEveryBytes {
+		return true
+	}
+	if n.opts.SnapshotEvery > 0 && now-n.lastSnapTime >= int64(n.opts.SnapshotEvery) {
+		if n.lastSnapTime == 0 && n.lastSnapPos == 0 {
+			n.lastSnapTime = now
+			return false
+		}
+		return true
+	}
+	return false
+}
+
+// Run calls DoWork until ctx is done, sleeping idle when there was no
+// work. On return (ctx done or an error) it waits for a background snapshot
+// to finish, at most stopTimeout.
+func (n *Node) Run(ctx context.Context, idle, stopTimeout time.Duration) error {
+	for ctx.Err() == nil {
+		w, err := n.DoWork()
+		if err != nil {
+			return err
+		}
+		if w == 0 {
+			select {
+			case <-ctx.Done():
+			case <-time.After(idle):
+			}
+		}
+	}
+	return n.AwaitSnapshot(stopTimeout)
+}
+
+// AwaitSnapshot waits (at most timeout) for a background snapshot to
+// complete and records it in recording.log.
+func (n *Node) AwaitSnapshot(timeout time.Duration) error {
+	if n.job == nil {
+		return n.failed
+	}
+	select {
+	case <-n.job.done:
+	case <-time.After(timeout):
+		return errors.New("cluster: snapshot still in progress")
+	}
+	if err := n.pollSnapshot(true); err != nil {
+		n.fail(err)
+		return err
+	}
+	return n.failed
+}
+
+// Close waits for a background snapshot, stops the log recording, calls
+// the service's OnTerminate and closes every file. Egress not yet durable
+// is dropped.
+func (n *Node) Close() error {
+	if n.closed {
+		return nil
+	}
+	var err error
+	if n.job != nil {
+		<-n.job.done
+		if n.failed == nil {
+			err = n.pollSnapshot(true)
+		}
+	}
+	if n.failed == nil && err == nil && n.rec != nil {
+		err = n.rec.stop(n.pub.Position())
+		if err == nil {
+			err = n.svc.OnTerminate(n.handle())
+		}
+		if err == nil {
+			err = stampMarkFile(n.mark, -1)
+		}
+	}
+	n.mu.Lock()
+	n.closed = true
+	n.mu.Unlock()
+	return errors.Join(err, n.closeFiles(n.failed != nil || err != nil))
+}
+
+// closeFiles closes recording.log, the mark file and, unless abandon, the
+// archive. After a storage failure the archive is abandoned as a crash
+// would leave it: closing it would stop the log recording and settle its
+// stop position from files whose last writes may never have been synced,
+// so the next start settles it instead, from what is durable. (Its file
+// handles are then released by the runtime, or when the process exits, as
+// it should after a storage failure.)
+func (n *Node) closeFiles(abandon bool) error {
+	var err error
+	if n.rlog != nil {
+		err = errors.Join(err, n.rlog.Close())
+		n.rlog = nil
+	}
+	if n.arc != nil && !abandon {
+		err = errors.Join(err, n.arc.Close())
+	}
+	n.arc = nil
+	if n.mark != nil {
+		err = errors.Join(err, n.mark.Close())
+		n.mark = nil
+	}
+	return err
+}

@@ -1,0 +1,223 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/matchlog/matchlog/archive"
+	"github.com/matchlog/matchlog/cluster/recordinglog"
+	"github.com/matchlog/matchlog/internal/logbuf"
+	"github.com/matchlog/matchlog/internal/vfs"
+)
+
+// Start and restart: the recovery plan, the snapshot set, the replay of the
+// log after it, and the new term.
+
+// Recovery reports what a start found and repaired.
+type Recovery struct {
+	// Plan is the recovery plan the start followed.
+	Plan *recordinglog.RecoveryPlan
+	// Archive lists the recordings a crash had left active and the
+	// archive settled (stop position computed, torn tail cut).
+	Archive []archive.RecordingReport
+	// CatalogRepaired: an entry a crash left half-added was dropped, or
+	// nextRecordingId advanced (see catalogrepair.go).
+	CatalogRepaired bool
+	// RecordingLog is the torn tail dropped from recording.log, or nil.
+	RecordingLog *recordinglog.Repair
+}
+
+// Recovery returns what Open found and repaired.
+func (n *Node) Recovery() Recovery { return n.recovery }
+
+func (n *Node) open() error {
+	fsys := n.fs
+	n.timestamp()
+	// New directories are durable once their parents are synced.
+	for _, d := range []string{n.cdir, n.adir} {
+		if err := fsys.MkdirAll(d); err != nil {
+			return err
+		}
+	}
+	for _, d := range []string{fsys.Join(n.opts.Dir, ".."), n.opts.Dir} {
+		if err := fsys.SyncDir(d); err != nil {
+			return err
+		}
+	}
+	var err error
+	if n.mark, err = writeMarkFile(fsys, n.cdir, n.nowMs(), n.cdir); err != nil {
+		return fmt.Errorf("cluster: mark file: %w", err)
+	}
+	n.arc, err = openArchive(fsys, n.adir, n.opts, n.nowMs)
+	if err != nil {
+		return err
+	}
+	rlOpts := recordinglog.Options{SyncLevel: max(1, n.opts.FileSyncLevel), Repair: true}
+	n.rlog, err = recordinglog.Open(fsys, n.cdir, rlOpts)
+	if errors.Is(err, vfs.ErrNotExist) {
+		n.rlog, err = recordinglog.Create(fsys, n.cdir, rlOpts)
+	}
+	if err != nil {
+		return fmt.Errorf("cluster: %s: %w", fsys.Join(n.cdir, recordinglog.FileName), err)
+	}
+	plan, err := n.rlog.CreateRecoveryPlan(n.arc, 1)
+	if err != nil {
+		return fmt.Errorf("cluster: recovery plan: %w", err)
+	}
+	n.recovery = Recovery{Plan: plan, Archive: n.arc.a.Recovered(), CatalogRepaired: n.arc.catalogRepaired,
+		RecordingLog: n.rlog.Repaired()}
+	if err := plan.Err(); err != nil {
+		return fmt.Errorf("cluster: cannot start from the latest snapshot set: %w (`matchlog cluster invalidate-latest-snapshot --dir %s`, recordinglog.Log.InvalidateLatestSnapshot)", err, n.opts.Dir)
+	}
+	if err := n.recover(plan); err != nil {
+		return err
+	}
+	return n.startTerm(plan)
+}
+
+// snapshotFallback wraps a snapshot load failure with the way out.
+func (n *Node) snapshotFallback(s recordinglog.Snapshot, err error) error {
+	return fmt.Errorf("cluster: snapshot recording %d (service %d, log position %d, term %d) cannot be loaded: %w; to fall back to the previous snapshot set run `matchlog cluster invalidate-latest-snapshot --dir %s` (recordinglog.Log.InvalidateLatestSnapshot)",
+		s.RecordingID, s.ServiceID, s.LogPosition, s.LeadershipTermID, err, n.opts.Dir)
+}
+
+// recover loads the snapshot set and replays the log.
+func (n *Node) recover(plan *recordinglog.RecoveryPlan) error {
+	var img SnapshotImage
+	var svcSessions []ClientSession
+	var closers []func() error
+	defer func() {
+		for _, c := range closers {
+			c()
+		}
+	}()
+	if len(plan.Snapshots) > 0 {
+		cmSnap := plan.Snapshots[0]
+		want := SnapshotInfo{LogPosition: cmSnap.LogPosition, LeadershipTermID: cmSnap.LeadershipTermID}
+		r, err := n.arc.replay(cmSnap.RecordingID, 0, -1)
+		if err != nil {
+			return n.snapshotFallback(cmSnap, err)
+		}
+		closers = append(closers, r.Close)
+		st, err := loadCMSnapshot(r, want)
+		if err != nil {
+			return n.snapshotFallback(cmSnap, err)
+		}
+		n.cm = st
+		svcSnap := plan.Snapshots[1]
+		sr, err := n.arc.replay(svcSnap.RecordingID, 0, -1)
+		if err != nil {
+			return n.snapshotFallback(svcSnap, err)
+		}
+		closers = append(closers, sr.Close)
+		svcSessions, _, err = loadServiceSessions(sr, want)
+		if err != nil {
+			return n.snapshotFallback(svcSnap, err)
+		}
+		if len(svcSessions) != len(st.sessions) {
+			return n.snapshotFallback(svcSnap, fmt.Errorf("%w: %d client sessions, consensus module has %d", ErrSnapshot, len(svcSessions), len(st.sessions)))
+		}
+		img = sr
+		n.curPos = cmSnap.LogPosition
+		n.lastSnapPos = cmSnap.LogPosition
+		n.lastSnapTime = cmSnap.Timestamp
+		n.lastTime = cmSnap.Timestamp
+		n.termID = cmSnap.LeadershipTermID
+		if err := n.callStart(img, svcSnap); err != nil {
+			return err
+		}
+	} else if err := n.callStart(nil, recordinglog.Snapshot{}); err != nil {
+		return err
+	}
+	for _, cs := range svcSessions {
+		if s := n.cm.sessions[cs.ID]; s != nil {
+			s.EncodedPrincipal = cs.EncodedPrincipal
+		}
+	}
+	n.nextSessionID = n.cm.nextSessionID
+	if plan.Log == nil {
+		return nil
+	}
+	// Replay the log from the snapshot to its end.
+	n.replaying = true
+	defer func() { n.replaying = false }()
+	r, err := n.arc.replay(plan.Log.RecordingID, plan.ReplayFrom, plan.ReplayTo)
+	if err != nil {
+		return fmt.Errorf("cluster: replay of log recording %d: %w", plan.Log.RecordingID, err)
+	}
+	defer r.Close()
+	err = r.each(func(payload []byte, pos int64) error {
+		if err := n.dispatch(payload, pos); err != nil {
+			return fmt.Errorf("cluster: replay of log recording %d at %d: %w", plan.Log.RecordingID, pos, err)
+		}
+		n.stats.Replayed++
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	n.recID = plan.Log.RecordingID
+	n.curPos = plan.ReplayTo
+	if n.nextSessionID < n.cm.nextSessionID {
+		n.nextSessionID = n.cm.nextSessionID
+	}
+	return nil
+}
+
+func (n *Node) callStart(img SnapshotImage, s recordinglog.Snapshot) error {
+	if err := n.svc.OnStart(n.handle(), img); err != nil {
+		if img != nil {
+			if rerr := sourceErr(img); rerr != nil {
+				err = fmt.Errorf("%w (reading the recording: %w)", err, rerr)
+			}
+			return n.snapshotFallback(s, err)
+		}
+		return fmt.Errorf("cluster: service start: %w", err)
+	}
+	return nil
+}
+
+// startTerm creates the log publication at the end of the recovered log,
+// starts or extends its recording and appends the new term.
+func (n *Node) startTerm(plan *recordinglog.RecoveryPlan) error {
+	var err error
+	start := int64(0)
+	termLen, mtu := n.opts.TermLength, n.opts.MTU
+	if plan.Log != nil {
+		start = plan.ReplayTo
+		termLen, mtu = int(plan.Log.TermBufferLength), int(plan.Log.MTULength)
+		n.termID = plan.LastLeadershipTermID + 1
+	} else if len(plan.Snapshots) > 0 {
+		n.termID = plan.LastLeadershipTermID + 1
+	}
+	// The log keeps the MTU it was recorded with.
+	n.opts.MTU = mtu
+	n.scratch = make([]byte, mtu)
+	sessionID := int32(n.termID + 1)
+	n.log, err = logbuf.NewAt(termLen, mtu, 0, sessionID, LogStreamID, start)
+	if err != nil {
+		return err
+	}
+	n.pub = n.log.Publication()
+	n.img = n.log.ImageAt(start)
+	if plan.Log != nil {
+		n.rec, err = n.arc.ExtendRecording(plan.Log.RecordingID, n.log, LogChannel)
+	} else {
+		n.rec, err = n.arc.StartRecording(n.log, LogChannel)
+	}
+	if err != nil {
+		return err
+	}
+	n.recID = n.rec.ID()
+	now := n.timestamp()
+	if err := n.rlog.AppendTerm(n.recID, n.termID, start, now); err != nil {
+		return fmt.Errorf("cluster: recording.log: %w", err)
+	}
+	if err := n.appendNewTerm(start, now); err != nil {
+		return err
+	}
+	if err := n.svc.OnRoleChange(RoleLeader); err != nil {
+		return err
+	}
+	return n.step(false)
+}

@@ -1,0 +1,205 @@
+package cluster
+
+import (
+	"fmt"
+	"runtime"
+	"time"
+
+	"github.com/matchlog/matchlog/internal/logbuf"
+	acs "github.com/matchlog/matchlog/sbe/aeronclustersbe"
+	"github.com/matchlog/matchlog/snapshot"
+)
+
+// Snapshots
+//
+// A ClusterActionRequest(SNAPSHOT) in the log at position S (the position
+// after its frame) makes the node snapshot the state as of S. The sequencer
+// appends nothing after the request in the same duty cycle, so when the
+// service reaches S the consensus-module state is exactly the state at S.
+//
+//  1. The consensus-module state is frozen (a small copy) and the service
+//     either returns a SnapshotTask from PrepareSnapshot (pauseless) or
+//     writes its snapshot in OnTakeSnapshot (stop the world).
+//  2. Two new archive recordings are written, each from its own log buffer
+//     (stream 106 for the service, 107 for the consensus module, starting
+//     at position 0) and synced at least at level 1: the service's holds
+//     SnapshotMarker BEGIN, a ClientSession per open session, END, then the
+//     service's own data; the consensus module's holds BEGIN,
+//     ConsensusModule, ClusterSession*, Timer*, PendingMessageTracker, END.
+//     Pauseless, this runs on its own goroutine while the node goes on.
+//  3. Back on the node's goroutine, once both recordings are stopped (their
+//     stop positions in the catalog) and the log is durable up to S, the
+//     SNAPSHOT entries are appended to recording.log: the service's, then
+//     the consensus module's (-1), as Aeron does. A crash before that
+//     leaves orphan recordings and no entry; recovery uses the previous set.
+
+func (n *Node) startSnapshot(pos, ts int64) error {
+	info := SnapshotInfo{LogPosition: pos, LeadershipTermID: n.termID, TimeUnit: acs.ClusterTimeUnitNANOS, AppVersion: n.opts.AppVersion}
+	cm := n.cm.freeze()
+	job := &snapshotJob{info: info, done: make(chan struct{}), started: time.Now(), ts: ts}
+	job.svcRec, job.cmRec = -1, -1
+	n.lastTime = max(n.lastTime, ts)
+	if n.psvc != nil {
+		task, err := n.psvc.PrepareSnapshot(info)
+		if err != nil {
+			return fmt.Errorf("cluster: prepare snapshot at %d: %w", pos, err)
+		}
+		n.job = job
+		go func() {
+			defer close(job.done)
+			job.svcRec, job.cmRec, job.bytes, job.err = n.writeSnapshotSet(info, cm, task.Write)
+			job.duration = time.Since(job.started)
+		}()
+		return nil
+	}
+	n.job = job
+	job.svcRec, job.cmRec, job.bytes, job.err = n.writeSnapshotSet(info, cm, func(pub Publication, idle func() error) error {
+		return n.svc.OnTakeSnapshot(info, pub, idle)
+	})
+	job.duration = time.Since(job.started)
+	close(job.done)
+	return nil
+}
+
+// pollSnapshot completes a finished snapshot job (waiting for it if wait).
+func (n *Node) pollSnapshot(wait bool) error {
+	job := n.job
+	if job == nil {
+		return nil
+	}
+	if wait {
+		<-job.done
+	} else {
+		select {
+		case <-job.done:
+		default:
+			return nil
+		}
+	}
+	n.job = nil
+	if job.err != nil {
+		return fmt.Errorf("cluster: snapshot at log position %d: %w", job.info.LogPosition, job.err)
+	}
+	pos := job.info.LogPosition
+	if n.rec.Position() < pos {
+		if err := n.rec.record(n.pub.Position(), false); err != nil {
+			return err
+		}
+	}
+	if n.rec.SyncedPosition() < pos {
+		if err := n.rec.sync(); err != nil {
+			return err
+		}
+	}
+	term, ok := n.rlog.TermEntry(n.termID)
+	if !ok {
+		return fmt.Errorf("cluster: recording.log has no TERM entry for term %d", n.termID)
+	}
+	ts := job.ts
+	if err := n.rlog.AppendSnapshot(job.svcRec, n.termID, term.TermBaseLogPosition, pos, ts, 0); err != nil {
+		return fmt.Errorf("cluster: recording.log: %w", err)
+	}
+	if err := n.rlog.AppendSnapshot(job.cmRec, n.termID, term.TermBaseLogPosition, pos, ts, -1); err != nil {
+		return fmt.Errorf("cluster: recording.log: %w", err)
+	}
+	n.stats.Snapshots++
+	n.stats.SnapshotBytes += job.bytes
+	n.stats.LastSnapshotWrite = job.duration
+	n.lastSnapPos = pos
+	n.lastSnapTime = ts
+	return nil
+}
+
+// writeSnapshotSet writes the service's and the consensus module's
+// snapshot recordings. It touches only the archive (safe for concurrent
+// use) and its arguments, so it may run on another goroutine.
+func (n *Node) writeSnapshotSet(info SnapshotInfo, cm *frozenCM, write func(Publication, func() error) error) (svcRec, cmRec, bytes int64, err error) {
+	svcRec, b1, err := n.writeSnapshot(ServiceSnapshotStreamID, n.opts.SnapshotTermLength, func(pub Publication) error {
+		if err := writeServiceSessions(pub, nil, info, cm.sessions); err != nil {
+			return err
+		}
+		// The publication records what it holds whenever it is full, so
+		// the service never needs to wait; idle only yields.
+		return write(pub, func() error { runtime.Gosched(); return nil })
+	})
+	if err != nil {
+		return svcRec, -1, 0, err
+	}
+	cmRec, b2, err := n.writeSnapshot(ConsensusModuleSnapshotStreamID, logbuf.MinTermLength, func(pub Publication) error {
+		return writeCMSnapshot(pub, nil, info, cm)
+	})
+	return svcRec, cmRec, b1 + b2, err
+}
+
+func (n *Node) writeSnapshot(stream int32, termLength int, body func(Publication) error) (int64, int64, error) {
+	log, err := logbuf.New(termLength, n.opts.MTU, 0, stream, stream)
+	if err != nil {
+		return -1, 0, err
+	}
+	rec, err := n.arc.StartRecording(log, SnapshotChannel)
+	if err != nil {
+		return -1, 0, err
+	}
+	sp := &snapPub{log: log, pub: log.Publication(), rec: rec}
+	sp.c.Pub = sp.pub
+	err = body(sp)
+	if err == nil {
+		err = rec.stop(sp.pub.Position())
+	} else {
+		rec.abandon()
+	}
+	return rec.ID(), rec.Position(), err
+}
+
+// snapPub is a snapshot recording's publication: claims and offers that
+// find the publication back-pressured record what is committed (making
+// room) and retry.
+type snapPub struct {
+	log *logbuf.Log
+	pub *logbuf.ExclusivePublication
+	c   snapshot.PublicationClaimer
+	rec *nodeRecording
+}
+
+func (s *snapPub) flush() error {
+	if err := s.rec.record(s.pub.Position(), false); err != nil {
+		return err
+	}
+	s.pub.SetPositionLimit(s.rec.Position() + int64(s.log.TermWindowLength()))
+	return nil
+}
+
+// TryClaim implements Publication.
+func (s *snapPub) TryClaim(length int) ([]byte, int64, error) {
+	for {
+		b, pos, err := s.c.TryClaim(length)
+		if err != nil || pos != logbuf.BackPressured {
+			return b, pos, err
+		}
+		if err := s.flush(); err != nil {
+			return nil, 0, err
+		}
+	}
+}
+
+// Commit implements Publication.
+func (s *snapPub) Commit() { s.c.Commit() }
+
+// Abort implements Publication.
+func (s *snapPub) Abort() { s.c.Abort() }
+
+// MaxPayloadLength implements Publication.
+func (s *snapPub) MaxPayloadLength() int { return s.c.MaxPayloadLength() }
+
+// Offer implements Publication.
+func (s *snapPub) Offer(msg []byte) (int64, error) {
+	for {
+		pos, err := s.pub.Offer(msg)
+		if err != nil || pos != logbuf.BackPressured {
+			return pos, err
+		}
+		if err := s.flush(); err != nil {
+			return 0, err
+		}
+	}
+}
