@@ -1,17 +1,25 @@
 package main
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/matchlog/matchlog/archive"
+	"github.com/matchlog/matchlog/cluster"
+	"github.com/matchlog/matchlog/cluster/enginesvc"
 	"github.com/matchlog/matchlog/cluster/recordinglog"
 	"github.com/matchlog/matchlog/internal/vfs"
+	"github.com/matchlog/matchlog/sbe/snapshotsbe"
+	"github.com/matchlog/matchlog/snapshot"
 )
 
 const clusterUsage = `usage: matchlog cluster <command> --dir D [flags]
@@ -21,17 +29,47 @@ D/archive/archive.catalog):
   recording-log               print the recording log's entries, sorted as Aeron sorts them
   recovery-plan               print the recovery plan (--services N, default 1); exit 1 if the
                               latest snapshot set is incomplete
+  snapshot                    take a snapshot of a STOPPED matchlog node (--mode pauseless|stw,
+                              --workers K): start it from its recovery plan (snapshot load +
+                              log replay, a new leadership term), take a snapshot at the end of
+                              the log, wait until it is complete and durable, stop, and print
+                              the new SNAPSHOT entries (--json: recordingIds, consensus module
+                              first, logPosition, leadershipTermId, stateHash, entries)
   invalidate-latest-snapshot  mark every entry of the latest snapshot set invalid, so that
                               recovery falls back to the previous set; exit 1 if there is none
-  describe                    print the recording log and the archive recordings it references
+  describe                    print the recording log and the archive recordings it references;
+                              for a matchlog node also its mark file, log recording, and the
+                              latest snapshot set (engine state hash, consensus-module sessions
+                              and timers)
+
+Every command works on Aeron's directories and on matchlog's alike, except
+snapshot. Aeron's ClusterTool snapshot asks a RUNNING consensus module (through
+its control counter) to take one; there is no such module to ask here. A running
+matchlog node takes snapshots on its own schedule (Options.SnapshotEvery,
+SnapshotEveryBytes) or on request (Node.RequestSnapshot), so this command works
+only on a stopped matchlog node directory: it refuses one whose mark files show
+a live node (activity within 10 s, or the recorded process still running; --force
+skips the check) and it refuses an Aeron directory, whose service state it
+cannot load.
 
 Run 'matchlog cluster <command> -h' for its flags.
 `
 
+// clusterFlags are the parsed flags of a `matchlog cluster` command.
+type clusterFlags struct {
+	dir      string
+	jsonOut  bool
+	services int    // recovery-plan
+	mode     string // snapshot
+	workers  int    // snapshot
+	force    bool   // snapshot
+}
+
 // clusterCommands are the commands of `matchlog cluster`.
-var clusterCommands = map[string]func(d string, jsonOut bool, services int, stdout io.Writer) error{
+var clusterCommands = map[string]func(f *clusterFlags, stdout io.Writer) error{
 	"recording-log":              clusterRecordingLog,
 	"recovery-plan":              clusterRecoveryPlan,
+	"snapshot":                   clusterSnapshot,
 	"invalidate-latest-snapshot": clusterInvalidateLatestSnapshot,
 	"describe":                   clusterDescribe,
 }
@@ -53,11 +91,16 @@ func runCluster(args []string, stdout, stderr io.Writer) error {
 		return errUsage
 	}
 	fs := flag.NewFlagSet("cluster "+name, flag.ContinueOnError)
-	dir := fs.String("dir", "", "node directory holding cluster/ and archive/ (required)")
-	jsonOut := fs.Bool("json", false, "print JSON instead of text")
-	services := 1
-	if name == "recovery-plan" {
-		fs.IntVar(&services, "services", 1, "number of clustered services (Aeron's serviceCount)")
+	f := &clusterFlags{services: 1, mode: "pauseless"}
+	fs.StringVar(&f.dir, "dir", "", "node directory holding cluster/ and archive/ (required)")
+	fs.BoolVar(&f.jsonOut, "json", false, "print JSON instead of text")
+	switch name {
+	case "recovery-plan":
+		fs.IntVar(&f.services, "services", 1, "number of clustered services (Aeron's serviceCount)")
+	case "snapshot":
+		fs.StringVar(&f.mode, "mode", "pauseless", "snapshot mode: pauseless (copy-on-write clone encoded in the background) or stw (stop the world)")
+		fs.IntVar(&f.workers, "workers", 0, "parallel encoders of the engine snapshot (0: linear)")
+		fs.BoolVar(&f.force, "force", false, "skip the live-node check (only when sure no node runs in D)")
 	}
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: matchlog cluster %s --dir D [flags]\n\n", name)
@@ -66,16 +109,24 @@ func runCluster(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args[1:], stderr); err != nil {
 		return err
 	}
-	if *dir == "" {
+	if f.dir == "" {
 		fmt.Fprintf(stderr, "cluster %s: --dir is required\n", name)
 		fs.Usage()
 		return errUsage
 	}
-	if services < 0 {
+	if f.services < 0 {
 		fmt.Fprintf(stderr, "cluster %s: --services must not be negative\n", name)
 		return errUsage
 	}
-	return cmd(*dir, *jsonOut, services, stdout)
+	if f.mode != "pauseless" && f.mode != "stw" {
+		fmt.Fprintf(stderr, "cluster %s: --mode must be pauseless or stw, not %q\n", name, f.mode)
+		return errUsage
+	}
+	if f.workers < 0 {
+		fmt.Fprintf(stderr, "cluster %s: --workers must not be negative\n", name)
+		return errUsage
+	}
+	return cmd(f, stdout)
 }
 
 func clusterDir(d string) string { return filepath.Join(d, "cluster") }
@@ -94,7 +145,8 @@ func writeJSON(w io.Writer, v any) error {
 	return err
 }
 
-func clusterRecordingLog(d string, jsonOut bool, _ int, stdout io.Writer) error {
+func clusterRecordingLog(f *clusterFlags, stdout io.Writer) error {
+	d, jsonOut := f.dir, f.jsonOut
 	l, err := openRecordingLog(d, true)
 	if err != nil {
 		return err
@@ -107,7 +159,8 @@ func clusterRecordingLog(d string, jsonOut bool, _ int, stdout io.Writer) error 
 	return err
 }
 
-func clusterRecoveryPlan(d string, jsonOut bool, services int, stdout io.Writer) error {
+func clusterRecoveryPlan(f *clusterFlags, stdout io.Writer) error {
+	d, jsonOut, services := f.dir, f.jsonOut, f.services
 	l, err := openRecordingLog(d, true)
 	if err != nil {
 		return err
@@ -136,7 +189,8 @@ func clusterRecoveryPlan(d string, jsonOut bool, services int, stdout io.Writer)
 	return p.Err()
 }
 
-func clusterInvalidateLatestSnapshot(d string, jsonOut bool, _ int, stdout io.Writer) error {
+func clusterInvalidateLatestSnapshot(f *clusterFlags, stdout io.Writer) error {
+	d, jsonOut := f.dir, f.jsonOut
 	l, err := openRecordingLog(d, false)
 	if err != nil {
 		return err
@@ -183,7 +237,8 @@ type describedRecording struct {
 	Segments          []string `json:"segments"`
 }
 
-func clusterDescribe(d string, jsonOut bool, _ int, stdout io.Writer) error {
+func clusterDescribe(f *clusterFlags, stdout io.Writer) error {
+	d, jsonOut := f.dir, f.jsonOut
 	l, err := openRecordingLog(d, true)
 	if err != nil {
 		return err
@@ -219,13 +274,23 @@ func clusterDescribe(d string, jsonOut bool, _ int, stdout io.Writer) error {
 			missing = append(missing, fmt.Sprint(r.RecordingID))
 		}
 	}
+	// A matchlog node directory gets a section of its own; an Aeron
+	// directory's output stays as it was.
+	var node *nodeDescription
+	if mark, merr := readClusterMark(d); merr == nil && mark.isMatchlog() {
+		node = describeNode(d, mark, l, entries, byID, desc, time.Now())
+	}
 	if jsonOut {
 		err = writeJSON(stdout, struct {
 			RecordingLog recordinglog.EntriesJSON `json:"recordingLog"`
 			Recordings   []*describedRecording    `json:"recordings"`
-		}{recordinglog.ToJSON(entries), recs})
+			Node         *nodeDescription         `json:"node,omitempty"`
+		}{recordinglog.ToJSON(entries), recs, node})
 	} else {
 		err = describeText(stdout, l, entries, recs)
+		if err == nil && node != nil {
+			err = describeNodeText(stdout, node)
+		}
 	}
 	if err != nil {
 		return err
@@ -293,4 +358,623 @@ func describeText(w io.Writer, l *recordinglog.Log, entries []recordinglog.Entry
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// ---- cluster-mark.dat ----
+
+// clusterMark is what the tools read of cluster-mark.dat (Aeron's
+// ClusterMarkFile: SBE header, MarkFileHeader block at offset 8, then
+// varAscii aeronDirectory, controlChannel, ingressChannel, serviceName,
+// authenticator, servicesClusterDir; aeron-formats.md §3.2).
+type clusterMark struct {
+	Version           int32  `json:"version"`
+	ComponentType     int32  `json:"componentType"`
+	ActivityTimestamp int64  `json:"activityTimestamp"`
+	StartTimestamp    int64  `json:"startTimestamp"`
+	PID               int64  `json:"pid"`
+	ServiceName       string `json:"serviceName"`
+	ClusterDir        string `json:"clusterDir"`
+}
+
+// matchlogServiceName is the serviceName a matchlog node writes into its
+// cluster-mark.dat (Aeron's consensus module leaves it empty).
+const matchlogServiceName = "matchlog"
+
+func (m *clusterMark) isMatchlog() bool { return m.ServiceName == matchlogServiceName }
+
+// readClusterMark reads D/cluster/cluster-mark.dat.
+func readClusterMark(d string) (*clusterMark, error) {
+	path := filepath.Join(clusterDir(d), cluster.MarkFileName)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	const block = 8
+	le := binary.LittleEndian
+	if len(b) < block+76 || le.Uint16(b[4:]) != 110 || le.Uint16(b[2:]) != 200 {
+		return nil, fmt.Errorf("%s: not a cluster mark file (schema 110, template 200)", path)
+	}
+	h := b[block:]
+	m := &clusterMark{
+		Version:           int32(le.Uint32(h[0:])),
+		ComponentType:     int32(le.Uint32(h[4:])),
+		ActivityTimestamp: int64(le.Uint64(h[8:])),
+		StartTimestamp:    int64(le.Uint64(h[16:])),
+		PID:               int64(le.Uint64(h[24:])),
+	}
+	off := block + int(le.Uint16(b[0:])) // the block length from the header
+	var strs [6]string
+	for i := range strs {
+		if off+4 > len(b) {
+			return m, fmt.Errorf("%s: truncated after %d strings", path, i)
+		}
+		n := int(le.Uint32(b[off:]))
+		if n < 0 || off+4+n > len(b) || n > 8192 {
+			return m, fmt.Errorf("%s: string %d has length %d", path, i, n)
+		}
+		strs[i] = string(b[off+4 : off+4+n])
+		off += 4 + n
+	}
+	m.ServiceName, m.ClusterDir = strs[3], strs[5]
+	return m, nil
+}
+
+// liveTimeout is how recent a mark file's activity timestamp must be for
+// the node to count as running (archive.DefaultMarkTimeout, 10 s).
+const liveTimeout = archive.DefaultMarkTimeout
+
+// nodeLiveness says whether a node looks live in d and why: a mark file
+// (cluster's or archive's) whose activity timestamp is within liveTimeout of
+// now, or a cluster-mark.dat not stamped as cleanly stopped whose process
+// is still running. A cleanly stopped node stamps its mark files -1.
+func nodeLiveness(d string, mark *clusterMark, now time.Time) (bool, string) {
+	nowMs := now.UnixMilli()
+	recent := func(ts int64) bool {
+		return ts > 0 && nowMs-ts < liveTimeout.Milliseconds() && ts-nowMs < liveTimeout.Milliseconds()
+	}
+	if mark != nil && mark.Version != 0 && recent(mark.ActivityTimestamp) {
+		return true, fmt.Sprintf("cluster-mark.dat activity timestamp %s is within %s of now (pid %d)",
+			time.UnixMilli(mark.ActivityTimestamp).UTC().Format(time.RFC3339Nano), liveTimeout, mark.PID)
+	}
+	if am, err := archive.ReadMarkFileIn(vfs.Default, archiveDir(d)); err == nil && am.IsLive(nowMs, liveTimeout.Milliseconds()) {
+		return true, fmt.Sprintf("archive-mark.dat activity timestamp %s is within %s of now (pid %d)",
+			time.UnixMilli(am.ActivityTimestamp).UTC().Format(time.RFC3339Nano), liveTimeout, am.PID)
+	}
+	// An idle node refreshes no timestamp: a mark file not stamped as
+	// stopped whose process still runs is a live node too. Our own pid is
+	// a crashed node's pid reused (this process runs no node in d).
+	if mark != nil && mark.ActivityTimestamp != archive.NullTimestamp && mark.PID > 0 &&
+		mark.PID != int64(os.Getpid()) && processRunning(int(mark.PID)) {
+		return true, fmt.Sprintf("cluster-mark.dat was not stamped as stopped and its process %d is running", mark.PID)
+	}
+	return false, ""
+}
+
+// processRunning reports whether a process with this pid exists (signal 0;
+// a permission error means it exists). Where that cannot be asked, false.
+func processRunning(pid int) bool {
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return false
+	}
+	err = p.Signal(syscall.Signal(0))
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// ---- reading snapshot recordings of a stopped node ----
+
+// scanRecording calls visit for each whole DATA frame of a recording in
+// [StartPosition, StopPosition), reading its segment files directly.
+func scanRecording(d string, info *archive.RecordingInfo, visit func(pos int64, flags uint8, payload []byte) error) error {
+	dd := info.Descriptor
+	stop := dd.StopPosition
+	if stop == archive.NullPosition {
+		var err error
+		if stop, _, err = archive.ComputeStopPosition(vfs.Default, archiveDir(d), dd); err != nil {
+			return err
+		}
+	}
+	for _, sf := range info.Segments {
+		if sf.Base+int64(dd.SegmentFileLength) <= dd.StartPosition || sf.Base >= stop {
+			continue
+		}
+		file, err := vfs.Default.Open(filepath.Join(archiveDir(d), sf.Name))
+		if err != nil {
+			return err
+		}
+		p := archive.SegmentParams{Base: sf.Base, StartPosition: dd.StartPosition, TermLength: dd.TermBufferLength,
+			SegmentLength: dd.SegmentFileLength, InitialTermID: dd.InitialTermID, StreamID: dd.StreamID}
+		res, err := archive.ScanSegment(file, sf.Size, p, func(fr archive.Frame) error {
+			pos := sf.Base + fr.Offset
+			if pos < dd.StartPosition || pos >= stop || fr.Header.Type == archive.FrameTypePad {
+				return nil
+			}
+			return visit(pos, fr.Header.Flags, fr.Payload)
+		})
+		file.Close()
+		if err != nil {
+			return err
+		}
+		if res.Problem != nil && sf.Base+res.Problem.Offset < stop {
+			return fmt.Errorf("recording %d: %s: %v", dd.RecordingID, sf.Name, res.Problem)
+		}
+	}
+	return nil
+}
+
+// engineSnapshot summarises the engine snapshot in a node's service
+// snapshot: the End record's counts and state hash.
+type engineSnapshot struct {
+	RecordingID      int64  `json:"recordingId"`
+	LogPosition      int64  `json:"logPosition"`
+	LeadershipTermID int64  `json:"leadershipTermId"`
+	AppVersion       int32  `json:"appVersion"`
+	StateHash        string `json:"stateHash"`
+	Sources          uint64 `json:"sources"`
+	Instruments      uint64 `json:"instruments"`
+	Orders           uint64 `json:"orders"`
+	Triggers         uint64 `json:"triggers"`
+	// Verified: the snapshot was loaded strictly (snapshot.Load) and the
+	// rebuilt engine's state hash equals End's.
+	Verified bool `json:"verified"`
+}
+
+// errNotEngineSnapshot marks a service snapshot that holds no matchlog
+// engine snapshot (an Aeron service's, for one).
+var errNotEngineSnapshot = errors.New("the service snapshot holds no matchlog engine snapshot")
+
+// endWatch passes a service snapshot's user data through, checks that it
+// is an engine snapshot (SnapshotMarker BEGIN of type 2, then
+// MeSnapshotBegin) and keeps End's fields.
+type endWatch struct {
+	src  snapshot.FragmentSource
+	n    int
+	bad  bool
+	seen bool
+	end  engineSnapshot
+}
+
+func (w *endWatch) Poll(h snapshot.FragmentHandler, limit int) int {
+	return w.src.Poll(func(buf []byte, off, n int, pos int64) {
+		b := buf[off : off+n]
+		le := binary.LittleEndian
+		var template, schema uint16
+		if len(b) >= 8 {
+			template, schema = le.Uint16(b[2:]), le.Uint16(b[4:])
+		}
+		switch w.n {
+		case 0:
+			if schema != 111 || template != 100 || len(b) < 8+40 || int64(le.Uint64(b[8:])) != snapshot.ServiceSnapshotTypeID || le.Uint32(b[8+28:]) != 0 {
+				w.bad = true
+			}
+		case 1:
+			if schema != snapshotsbe.SchemaID || template != snapshotsbe.MeSnapshotBeginTemplateID {
+				w.bad = true
+			}
+		}
+		w.n++
+		if schema == snapshotsbe.SchemaID && template == snapshotsbe.EndTemplateID {
+			var d snapshotsbe.EndDecoder
+			if d.WrapWithHeader(b, 0) == nil {
+				w.seen = true
+				w.end.StateHash = fmt.Sprintf("%016x", d.StateHash())
+				w.end.Sources, w.end.Instruments, w.end.Orders, w.end.Triggers = d.Sources(), d.Instruments(), d.Orders(), d.Triggers()
+			}
+		}
+		if h != nil {
+			h(buf, off, n, pos)
+		}
+	}, limit)
+}
+
+// readEngineSnapshot reads the engine snapshot in the service snapshot of
+// a stopped node directory at logPosition (the latest if < 0). With verify
+// it loads it strictly and checks the rebuilt engine's hash against End's.
+func readEngineSnapshot(d string, logPosition int64, verify bool) (*engineSnapshot, error) {
+	img, info, closeImg, err := cluster.ServiceSnapshot(vfs.Default, d, logPosition)
+	if err != nil {
+		return nil, err
+	}
+	defer closeImg()
+	w := &endWatch{src: img}
+	if verify {
+		eng, _, lerr := snapshot.Load(w, snapshot.LoadOptions{TypeID: snapshot.ServiceSnapshotTypeID, AppVersion: info.AppVersion})
+		if w.bad {
+			return nil, errNotEngineSnapshot
+		}
+		if lerr != nil {
+			return nil, lerr
+		}
+		if h := fmt.Sprintf("%016x", eng.StateHash()); !w.seen || h != w.end.StateHash {
+			return nil, fmt.Errorf("engine snapshot at log position %d: loaded state hash %s, End says %s", info.LogPosition, h, w.end.StateHash)
+		}
+		w.end.Verified = true
+	} else {
+		for !w.bad && w.Poll(nil, 64) > 0 {
+		}
+		if w.bad || !w.seen {
+			return nil, errNotEngineSnapshot
+		}
+	}
+	e := w.end
+	e.LogPosition, e.LeadershipTermID, e.AppVersion = info.LogPosition, info.LeadershipTermID, info.AppVersion
+	return &e, nil
+}
+
+// cmSnapshot summarises a consensus-module snapshot recording.
+type cmSnapshot struct {
+	RecordingID     int64 `json:"recordingId"`
+	NextSessionID   int64 `json:"nextSessionId"`
+	Sessions        int   `json:"sessions"`
+	Timers          int   `json:"timers"`
+	PendingMessages int   `json:"pendingServiceMessages"`
+}
+
+// readCMSnapshot counts the ConsensusModule, ClusterSession, Timer and
+// pending-message records of a consensus-module snapshot recording
+// (aeron-formats.md §3.4), reading the first fragment of each message.
+func readCMSnapshot(d string, info *archive.RecordingInfo) (*cmSnapshot, error) {
+	s := &cmSnapshot{RecordingID: info.Descriptor.RecordingID}
+	marks := 0
+	err := scanRecording(d, info, func(_ int64, flags uint8, b []byte) error {
+		if flags&0x80 == 0 || len(b) < 8 { // not a message's first fragment
+			return nil
+		}
+		le := binary.LittleEndian
+		template, schema := le.Uint16(b[2:]), le.Uint16(b[4:])
+		if schema != 111 {
+			return fmt.Errorf("recording %d: message of schema %d in a consensus-module snapshot", s.RecordingID, schema)
+		}
+		switch template {
+		case 100:
+			marks++
+		case 105:
+			if len(b) >= 16 {
+				s.NextSessionID = int64(le.Uint64(b[8:]))
+			}
+		case 103:
+			s.Sessions++
+		case 104:
+			s.Timers++
+		case 1:
+			s.PendingMessages++
+		}
+		return nil
+	})
+	if err == nil && marks != 2 {
+		err = fmt.Errorf("recording %d: %d snapshot markers, want BEGIN and END", s.RecordingID, marks)
+	}
+	return s, err
+}
+
+// ---- describe: the matchlog node section ----
+
+// nodeDescription is what describe adds for a matchlog node directory.
+type nodeDescription struct {
+	Mark       *clusterMark `json:"markFile"`
+	Live       bool         `json:"live"`
+	LiveReason string       `json:"liveReason,omitempty"`
+	Log        *nodeLog     `json:"log,omitempty"`
+	Snapshot   *nodeSnap    `json:"latestSnapshot,omitempty"`
+	// Problems are what could not be read (describe still exits 0 for
+	// them; recovery-plan and a start report them as errors).
+	Problems []string `json:"problems,omitempty"`
+}
+
+type nodeLog struct {
+	RecordingID          int64    `json:"recordingId"`
+	StartPosition        int64    `json:"startPosition"`
+	StopPosition         int64    `json:"stopPosition"`
+	Terms                int      `json:"terms"`
+	LastLeadershipTermID int64    `json:"lastLeadershipTermId"`
+	Segments             []string `json:"segments"`
+}
+
+type nodeSnap struct {
+	LogPosition      int64           `json:"logPosition"`
+	LeadershipTermID int64           `json:"leadershipTermId"`
+	Timestamp        int64           `json:"timestamp"`
+	RecordingIDs     []int64         `json:"recordingIds"` // consensus module, then service 0
+	Engine           *engineSnapshot `json:"engine,omitempty"`
+	ConsensusModule  *cmSnapshot     `json:"consensusModule,omitempty"`
+}
+
+func describeNode(d string, mark *clusterMark, l *recordinglog.Log, entries []recordinglog.Entry,
+	byID map[int64]*describedRecording, desc *archive.Description, now time.Time) *nodeDescription {
+	n := &nodeDescription{Mark: mark}
+	n.Live, n.LiveReason = nodeLiveness(d, mark, now)
+	problem := func(format string, args ...any) { n.Problems = append(n.Problems, fmt.Sprintf(format, args...)) }
+	for _, e := range entries {
+		if e.Type != recordinglog.TypeTerm {
+			continue
+		}
+		if n.Log == nil {
+			n.Log = &nodeLog{RecordingID: e.RecordingID}
+		}
+		n.Log.Terms++
+		n.Log.LastLeadershipTermID = e.LeadershipTermID
+	}
+	if n.Log != nil {
+		if r := byID[n.Log.RecordingID]; r != nil && r.InCatalog {
+			n.Log.StartPosition, n.Log.StopPosition, n.Log.Segments = r.StartPosition, r.StopPosition, r.Segments
+		}
+	}
+	cat, err := archive.OpenCatalogFile(vfs.Default, archiveDir(d), archive.CatalogOptions{ReadOnly: true})
+	if err != nil {
+		problem("catalog: %v", err)
+		return n
+	}
+	defer cat.Close()
+	plan, err := l.CreateRecoveryPlan(cat, 1)
+	if err != nil {
+		problem("recovery plan: %v", err)
+		return n
+	}
+	if perr := plan.Err(); perr != nil {
+		problem("latest snapshot set: %v", perr)
+	}
+	if len(plan.Snapshots) == 0 {
+		return n
+	}
+	cm := plan.Snapshots[0]
+	s := &nodeSnap{LogPosition: cm.LogPosition, LeadershipTermID: cm.LeadershipTermID, Timestamp: cm.Timestamp}
+	for _, sn := range plan.Snapshots {
+		s.RecordingIDs = append(s.RecordingIDs, sn.RecordingID)
+	}
+	n.Snapshot = s
+	if s.Engine, err = readEngineSnapshot(d, cm.LogPosition, false); err != nil {
+		problem("engine snapshot at log position %d: %v", cm.LogPosition, err)
+	} else if len(plan.Snapshots) > 1 {
+		s.Engine.RecordingID = plan.Snapshots[1].RecordingID
+	}
+	var info *archive.RecordingInfo
+	for i := range desc.Recordings {
+		if r := &desc.Recordings[i]; r.Descriptor.RecordingID == cm.RecordingID && (info == nil || r.State == archive.StateValid) {
+			info = r
+		}
+	}
+	if info == nil {
+		problem("consensus-module snapshot recording %d is not in the catalog", cm.RecordingID)
+	} else if s.ConsensusModule, err = readCMSnapshot(d, info); err != nil {
+		problem("consensus-module snapshot: %v", err)
+	}
+	return n
+}
+
+func describeNodeText(w io.Writer, n *nodeDescription) error {
+	var b strings.Builder
+	b.WriteString("matchlog node:\n")
+	m := n.Mark
+	state := "stopped"
+	if n.Live {
+		state = "LIVE (" + n.LiveReason + ")"
+	} else if m.ActivityTimestamp != archive.NullTimestamp {
+		state = "not stopped cleanly (crashed?), not live"
+	}
+	fmt.Fprintf(&b, "  mark file: pid=%d startTimestamp=%d activityTimestamp=%d: %s\n", m.PID, m.StartTimestamp, m.ActivityTimestamp, state)
+	if lg := n.Log; lg != nil {
+		fmt.Fprintf(&b, "  log: recording %d startPosition=%d stopPosition=%d, %d term(s), last leadershipTermId=%d\n",
+			lg.RecordingID, lg.StartPosition, lg.StopPosition, lg.Terms, lg.LastLeadershipTermID)
+		fmt.Fprintf(&b, "    segments: %s\n", strings.Join(lg.Segments, ", "))
+	} else {
+		b.WriteString("  log: none\n")
+	}
+	if s := n.Snapshot; s != nil {
+		fmt.Fprintf(&b, "  latest snapshot set: logPosition=%d leadershipTermId=%d timestamp=%d recordings=%s\n",
+			s.LogPosition, s.LeadershipTermID, s.Timestamp, formatSetIDs(s.RecordingIDs))
+		if e := s.Engine; e != nil {
+			fmt.Fprintf(&b, "    engine: stateHash=%s sources=%d instruments=%d orders=%d triggers=%d appVersion=%d\n",
+				e.StateHash, e.Sources, e.Instruments, e.Orders, e.Triggers, e.AppVersion)
+		}
+		if c := s.ConsensusModule; c != nil {
+			fmt.Fprintf(&b, "    consensus module: sessions=%d timers=%d nextSessionId=%d pendingServiceMessages=%d\n",
+				c.Sessions, c.Timers, c.NextSessionID, c.PendingMessages)
+		}
+	} else {
+		b.WriteString("  latest snapshot set: none\n")
+	}
+	for _, p := range n.Problems {
+		fmt.Fprintf(&b, "  problem: %s\n", p)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// ---- snapshot ----
+
+// snapshotTimeout bounds the wait for the snapshot to be recorded.
+const snapshotTimeout = 10 * time.Minute
+
+// snapshotResult is what `cluster snapshot --json` prints.
+type snapshotResult struct {
+	Mode             string                   `json:"mode"`
+	LogPosition      int64                    `json:"logPosition"`
+	LeadershipTermID int64                    `json:"leadershipTermId"`
+	RecordingIDs     []int64                  `json:"recordingIds"`
+	StateHash        string                   `json:"stateHash"`
+	Engine           *engineSnapshot          `json:"engine"`
+	Replayed         int64                    `json:"replayed"`
+	Entries          []recordinglog.JSONEntry `json:"entries"`
+}
+
+// checkSnapshotDir refuses what `cluster snapshot` must not open: a
+// directory that is not a node's, an Aeron node's, a live node's. It
+// returns the app version of the latest engine snapshot (0 if none).
+func checkSnapshotDir(d string, force bool, entries []recordinglog.Entry) (int32, error) {
+	mark, err := readClusterMark(d)
+	if err != nil {
+		return 0, fmt.Errorf("%s is not a matchlog node directory: %w", d, err)
+	}
+	if !mark.isMatchlog() {
+		return 0, fmt.Errorf("%s is not a matchlog node directory (cluster-mark.dat names service %q, not %q): "+
+			"cluster snapshot only works on matchlog node directories; on an Aeron cluster use Aeron's ClusterTool snapshot, "+
+			"which asks its running consensus module", d, mark.ServiceName, matchlogServiceName)
+	}
+	if !force {
+		if live, why := nodeLiveness(d, mark, time.Now()); live {
+			return 0, fmt.Errorf("the node in %s looks live: %s; a running node takes snapshots on its own schedule "+
+				"or on request (Node.RequestSnapshot): stop it first (or --force if no node runs there)", d, why)
+		}
+	}
+	for _, e := range entries {
+		if e.Type == recordinglog.TypeSnapshot && e.Valid && e.ServiceID == 0 {
+			es, err := readEngineSnapshot(d, -1, false)
+			if errors.Is(err, errNotEngineSnapshot) {
+				return 0, fmt.Errorf("%s is not a matchlog node directory: %w; cluster snapshot only works on matchlog node directories", d, err)
+			}
+			if err != nil {
+				return 0, fmt.Errorf("latest service snapshot: %w", err)
+			}
+			return es.AppVersion, nil
+		}
+	}
+	return 0, nil
+}
+
+func clusterSnapshot(f *clusterFlags, stdout io.Writer) error {
+	d := f.dir
+	l, err := openRecordingLog(d, true)
+	if err != nil {
+		return err
+	}
+	before := l.Entries()
+	l.Close()
+	appVersion, err := checkSnapshotDir(d, f.force, before)
+	if err != nil {
+		return err
+	}
+	opts := cluster.Options{Dir: d, FileSyncLevel: 1, AppVersion: appVersion, SnapshotMode: cluster.Pauseless}
+	if f.mode == "stw" {
+		opts.SnapshotMode = cluster.StopTheWorld
+	}
+	// Keep the node's geometry: its log recording's term length, MTU and
+	// segment length (the snapshot recordings get the same).
+	if term, ok := lastTerm(before); ok {
+		cat, err := archive.OpenCatalogFile(vfs.Default, archiveDir(d), archive.CatalogOptions{ReadOnly: true})
+		if err != nil {
+			return err
+		}
+		dd, err := cat.Descriptor(term.RecordingID)
+		cat.Close()
+		if err != nil {
+			return fmt.Errorf("log recording %d: %w", term.RecordingID, err)
+		}
+		opts.TermLength, opts.MTU, opts.SegmentLength = int(dd.TermBufferLength), int(dd.MTULength), dd.SegmentFileLength
+	}
+	svc := enginesvc.New(enginesvc.Options{Workers: f.workers, AppVersion: appVersion})
+	opts.Service = svc
+	n, err := cluster.Open(opts)
+	if err != nil {
+		return err
+	}
+	res, err := takeSnapshot(n)
+	hash := svc.Engine().StateHash()
+	if cerr := n.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	res.Mode, res.StateHash = f.mode, fmt.Sprintf("%016x", hash)
+
+	l, err = openRecordingLog(d, true)
+	if err != nil {
+		return err
+	}
+	after := l.Entries()
+	l.Close()
+	old := map[recordinglog.Entry]bool{}
+	for _, e := range before {
+		old[e] = true
+	}
+	var added []recordinglog.Entry
+	res.LogPosition = -1
+	for _, e := range after {
+		if e.Type == recordinglog.TypeSnapshot && !old[e] {
+			added = append(added, e)
+			if e.Valid && e.ServiceID == recordinglog.ConsensusModuleServiceID {
+				res.LogPosition, res.LeadershipTermID = e.LogPosition, e.LeadershipTermID
+			}
+		}
+	}
+	// Consensus module first, then service 0, as a recovery plan lists them.
+	for i := len(added) - 1; i >= 0; i-- {
+		if e := added[i]; e.Valid && e.LogPosition == res.LogPosition {
+			res.RecordingIDs = append(res.RecordingIDs, e.RecordingID)
+		}
+	}
+	if len(res.RecordingIDs) < 2 {
+		return fmt.Errorf("the snapshot at log position %d is not in recording.log: %s", res.LogPosition, recordinglog.Format(after))
+	}
+	// Read the engine snapshot back, strictly, as the next start will.
+	if res.Engine, err = readEngineSnapshot(d, res.LogPosition, true); err != nil {
+		return fmt.Errorf("the new snapshot does not load: %w", err)
+	}
+	res.Engine.RecordingID = res.RecordingIDs[1]
+	if res.Engine.StateHash != res.StateHash {
+		return fmt.Errorf("the new snapshot's state hash %s differs from the node's %s", res.Engine.StateHash, res.StateHash)
+	}
+	res.Entries = recordinglog.ToJSON(added).Entries
+	if f.jsonOut {
+		return writeJSON(stdout, res)
+	}
+	e := res.Engine
+	_, err = fmt.Fprintf(stdout, "snapshot (%s) at logPosition=%d leadershipTermId=%d recordings=%s (replayed %d log entries)\n"+
+		"engine: stateHash=%s sources=%d instruments=%d orders=%d triggers=%d\nnew entries: %s\n",
+		res.Mode, res.LogPosition, res.LeadershipTermID, formatSetIDs(res.RecordingIDs), res.Replayed,
+		res.StateHash, e.Sources, e.Instruments, e.Orders, e.Triggers, recordinglog.Format(added))
+	return err
+}
+
+// formatSetIDs names the recordings of a snapshot set: the consensus
+// module's first, then each service's.
+func formatSetIDs(ids []int64) string {
+	var parts []string
+	for i, id := range ids {
+		who := "cm"
+		if i > 0 {
+			who = fmt.Sprintf("svc%d", i-1)
+		}
+		parts = append(parts, fmt.Sprintf("%s rec%d", who, id))
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}
+
+func lastTerm(entries []recordinglog.Entry) (recordinglog.Entry, bool) {
+	for i := len(entries) - 1; i >= 0; i-- {
+		if e := entries[i]; e.Type == recordinglog.TypeTerm && e.Valid {
+			return e, true
+		}
+	}
+	return recordinglog.Entry{}, false
+}
+
+// takeSnapshot requests a snapshot of an open node and runs its duty cycle
+// until the snapshot set is recorded in recording.log (complete and
+// durable).
+func takeSnapshot(n *cluster.Node) (*snapshotResult, error) {
+	res := &snapshotResult{Replayed: n.Stats().Replayed}
+	done := n.Stats().Snapshots
+	n.RequestSnapshot()
+	deadline := time.Now().Add(snapshotTimeout)
+	for n.Stats().Snapshots == done {
+		w, err := n.DoWork()
+		if err != nil {
+			return nil, err
+		}
+		if n.SnapshotInProgress() {
+			if err := n.AwaitSnapshot(time.Until(deadline)); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("no snapshot after %s", snapshotTimeout)
+		}
+		if w == 0 {
+			time.Sleep(100 * time.Microsecond)
+		}
+	}
+	res.LeadershipTermID = n.LeadershipTermID()
+	return res, nil
 }

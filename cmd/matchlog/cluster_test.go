@@ -1,11 +1,20 @@
 package main
 
 import (
+	"bytes"
+	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/matchlog/matchlog/cluster"
+	"github.com/matchlog/matchlog/cluster/enginesvc"
+	"github.com/matchlog/matchlog/engine"
+	"github.com/matchlog/matchlog/engine/enginetest"
 )
 
 // clusterFixture is real Aeron's single-node-1 node directory; tests use a
@@ -212,4 +221,416 @@ func TestClusterErrors(t *testing.T) {
 		!strings.Contains(errb, "recording(s) 7 referenced") {
 		t.Errorf("describe unknown recording: exit %d, %q, %q", code, out, errb)
 	}
+}
+
+// ---- matchlog node directories ----
+
+// testNode drives a matchlog node (enginesvc) in a directory, for the
+// tools to read. The clock is the wall clock, so the mark files look as a
+// real node's do.
+type testNode struct {
+	t    *testing.T
+	dir  string
+	node *cluster.Node
+	svc  *enginesvc.Service
+	sess int64
+	gen  *enginetest.Gen
+}
+
+func openTestNode(t *testing.T, dir string, gen *enginetest.Gen) *testNode {
+	t.Helper()
+	tn := &testNode{t: t, dir: dir, gen: gen, svc: enginesvc.New(enginesvc.Options{})}
+	n, err := cluster.Open(cluster.Options{Dir: dir, Service: tn.svc, TermLength: 64 * 1024, SegmentLength: 128 * 1024,
+		FileSyncLevel: 1, BlockLength: 1 << 20, MaxBatch: 64})
+	if err != nil {
+		t.Fatalf("open node: %v", err)
+	}
+	tn.node = n
+	if tn.sess, err = n.Connect("aeron:ipc", 102); err != nil {
+		t.Fatal(err)
+	}
+	return tn
+}
+
+// submit offers k generated engine commands and runs the duty cycle until
+// every one is sequenced and its events released.
+func (tn *testNode) submit(k int) {
+	tn.t.Helper()
+	var c engine.Command
+	var buf []byte
+	for i := 0; i < k; i++ {
+		tn.gen.Next(&c)
+		for c.Kind < engine.CmdDefineInstrument || c.Kind > engine.CmdMarkPrice {
+			tn.gen.Next(&c) // kinds without a message in the schema
+		}
+		var err error
+		if buf, err = enginesvc.AppendCommand(buf[:0], &c); err != nil {
+			tn.t.Fatal(err)
+		}
+		if err := tn.node.Offer(tn.sess, buf); err != nil {
+			tn.t.Fatal(err)
+		}
+	}
+	tn.drain()
+}
+
+func (tn *testNode) drain() {
+	tn.t.Helper()
+	for i := 0; ; i++ {
+		w, err := tn.node.DoWork()
+		if err != nil {
+			tn.t.Fatal(err)
+		}
+		if w == 0 {
+			if tn.node.Pending() == 0 && !tn.node.SnapshotInProgress() {
+				return
+			}
+			time.Sleep(50 * time.Microsecond)
+		}
+		if i > 1_000_000 {
+			tn.t.Fatal("the duty cycle does not settle")
+		}
+	}
+}
+
+// close stops the node cleanly and returns the engine's state hash.
+func (tn *testNode) close() string {
+	tn.t.Helper()
+	h := fmt.Sprintf("%016x", tn.svc.Engine().StateHash())
+	if err := tn.node.Close(); err != nil {
+		tn.t.Fatal(err)
+	}
+	return h
+}
+
+// reopenHash starts the node in dir from its recovery plan, checks it
+// started from the snapshot at wantSnap, and returns its state hash.
+func reopenHash(t *testing.T, dir string, wantSnap int64) string {
+	t.Helper()
+	tn := openTestNode(t, dir, nil)
+	p := tn.node.Recovery().Plan
+	if len(p.Snapshots) == 0 || p.Snapshots[0].LogPosition != wantSnap {
+		t.Errorf("restart plan %s, want the snapshot at %d", p, wantSnap)
+	}
+	return tn.close()
+}
+
+// buildNodeDir makes a node directory: 300 commands, a snapshot, 200 more,
+// a clean stop. It returns the directory and the final state hash.
+func buildNodeDir(t *testing.T) (string, *enginetest.Gen, string) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "node")
+	gen := enginetest.NewGen(7, enginetest.GenConfig{})
+	tn := openTestNode(t, dir, gen)
+	tn.submit(300)
+	tn.node.RequestSnapshot()
+	tn.drain()
+	if err := tn.node.AwaitSnapshot(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	tn.submit(200)
+	return dir, gen, tn.close()
+}
+
+type snapshotJSON struct {
+	Mode             string  `json:"mode"`
+	LogPosition      int64   `json:"logPosition"`
+	LeadershipTermID int64   `json:"leadershipTermId"`
+	RecordingIDs     []int64 `json:"recordingIds"`
+	StateHash        string  `json:"stateHash"`
+	Engine           struct {
+		StateHash string `json:"stateHash"`
+		Orders    uint64 `json:"orders"`
+		Verified  bool   `json:"verified"`
+	} `json:"engine"`
+	Entries []map[string]any `json:"entries"`
+}
+
+func runSnapshotJSON(t *testing.T, args ...string) snapshotJSON {
+	t.Helper()
+	code, out, errb := runCLI(t, append([]string{"cluster", "snapshot", "--json"}, args...)...)
+	var s snapshotJSON
+	if err := json.Unmarshal([]byte(out), &s); code != 0 || errb != "" || err != nil {
+		t.Fatalf("snapshot %q: exit %d, stderr %q, %v\n%s", args, code, errb, err, out)
+	}
+	return s
+}
+
+type planJSON struct {
+	Complete  bool `json:"complete"`
+	Snapshots []struct {
+		RecordingID int64 `json:"recordingId"`
+		LogPosition int64 `json:"logPosition"`
+		ServiceID   int32 `json:"serviceId"`
+	} `json:"snapshots"`
+	ReplayFrom int64 `json:"replayFrom"`
+	ReplayTo   int64 `json:"replayTo"`
+}
+
+func runPlanJSON(t *testing.T, dir string) planJSON {
+	t.Helper()
+	code, out, errb := runCLI(t, "cluster", "recovery-plan", "--dir", dir, "--json")
+	var p planJSON
+	if err := json.Unmarshal([]byte(out), &p); code != 0 || err != nil {
+		t.Fatalf("recovery-plan: exit %d, stderr %q, %v\n%s", code, errb, err, out)
+	}
+	return p
+}
+
+// The tools on a node directory the cluster package wrote: recording-log,
+// recovery-plan, describe, snapshot (pauseless, then stop the world after
+// more commands), restarts from the new snapshots, and
+// invalidate-latest-snapshot falling back to the previous set.
+func TestClusterNodeSnapshot(t *testing.T) {
+	dir, gen, hash1 := buildNodeDir(t)
+
+	code, out, errb := runCLI(t, "cluster", "recording-log", "--dir", dir)
+	if code != 0 || errb != "" || strings.Count(out, "[SNAPSHOT") != 2 || !strings.HasPrefix(out, "[TERM rec0 term0") {
+		t.Fatalf("recording-log: exit %d, stderr %q\n%s", code, errb, out)
+	}
+	plan0 := runPlanJSON(t, dir)
+	if !plan0.Complete || len(plan0.Snapshots) != 2 {
+		t.Fatalf("plan %+v", plan0)
+	}
+	snap0 := plan0.Snapshots[0].LogPosition
+
+	// describe: the node section, text and JSON.
+	code, out, errb = runCLI(t, "cluster", "describe", "--dir", dir)
+	if code != 0 || errb != "" {
+		t.Fatalf("describe: exit %d, stderr %q\n%s", code, errb, out)
+	}
+	for _, s := range []string{
+		"matchlog node:\n", ": stopped\n", "  log: recording 0 startPosition=0 stopPosition=",
+		fmt.Sprintf("  latest snapshot set: logPosition=%d leadershipTermId=0", snap0),
+		"    engine: stateHash=", "    consensus module: sessions=1 timers=0",
+	} {
+		if !strings.Contains(out, s) {
+			t.Errorf("describe lacks %q:\n%s", s, out)
+		}
+	}
+	if strings.Contains(out, "problem:") {
+		t.Errorf("describe reports a problem:\n%s", out)
+	}
+	var doc struct {
+		Node struct {
+			Live bool `json:"live"`
+			Log  struct {
+				RecordingID  int64    `json:"recordingId"`
+				StopPosition int64    `json:"stopPosition"`
+				Segments     []string `json:"segments"`
+			} `json:"log"`
+			Snapshot struct {
+				LogPosition  int64   `json:"logPosition"`
+				RecordingIDs []int64 `json:"recordingIds"`
+				Engine       struct {
+					StateHash string `json:"stateHash"`
+					Orders    uint64 `json:"orders"`
+				} `json:"engine"`
+				ConsensusModule struct {
+					Sessions int `json:"sessions"`
+				} `json:"consensusModule"`
+			} `json:"latestSnapshot"`
+		} `json:"node"`
+	}
+	code, out, _ = runCLI(t, "cluster", "describe", "--dir", dir, "--json")
+	if err := json.Unmarshal([]byte(out), &doc); code != 0 || err != nil {
+		t.Fatalf("describe --json: exit %d, %v\n%s", code, err, out)
+	}
+	ns := doc.Node.Snapshot
+	if doc.Node.Live || doc.Node.Log.StopPosition <= snap0 || len(doc.Node.Log.Segments) == 0 || ns.LogPosition != snap0 ||
+		len(ns.RecordingIDs) != 2 || len(ns.Engine.StateHash) != 16 || ns.ConsensusModule.Sessions != 1 {
+		t.Errorf("describe --json node: %+v", doc.Node)
+	}
+
+	// snapshot (pauseless): at the end of the log, where the state is the
+	// one the node stopped with.
+	s1 := runSnapshotJSON(t, "--dir", dir)
+	if s1.Mode != "pauseless" || s1.LogPosition <= doc.Node.Log.StopPosition || len(s1.RecordingIDs) != 2 || s1.StateHash != hash1 ||
+		s1.Engine.StateHash != hash1 || !s1.Engine.Verified || len(s1.Entries) != 2 || s1.LeadershipTermID != 1 {
+		t.Fatalf("snapshot: %+v, want state hash %s", s1, hash1)
+	}
+	code, out, _ = runCLI(t, "cluster", "recording-log", "--dir", dir)
+	if code != 0 || strings.Count(out, "[SNAPSHOT") != 4 ||
+		!strings.Contains(out, fmt.Sprintf("[SNAPSHOT rec%d svc-1 logPos %d]", s1.RecordingIDs[0], s1.LogPosition)) ||
+		!strings.Contains(out, fmt.Sprintf("[SNAPSHOT rec%d svc0 logPos %d]", s1.RecordingIDs[1], s1.LogPosition)) {
+		t.Fatalf("recording-log after snapshot %v:\n%s", s1.RecordingIDs, out)
+	}
+	plan1 := runPlanJSON(t, dir)
+	if !plan1.Complete || len(plan1.Snapshots) != 2 || plan1.Snapshots[0].RecordingID != s1.RecordingIDs[0] ||
+		plan1.Snapshots[1].RecordingID != s1.RecordingIDs[1] || plan1.ReplayFrom != s1.LogPosition {
+		t.Fatalf("plan after snapshot: %+v", plan1)
+	}
+	if h := reopenHash(t, dir, s1.LogPosition); h != hash1 {
+		t.Fatalf("restart from the new snapshot: hash %s, want %s", h, hash1)
+	}
+
+	// More commands, then a stop-the-world snapshot with parallel encoders.
+	tn := openTestNode(t, dir, gen)
+	tn.submit(200)
+	hash2 := tn.close()
+	code, out, errb = runCLI(t, "cluster", "snapshot", "--dir", dir, "--mode", "stw", "--workers", "2")
+	if code != 0 || errb != "" || !strings.HasPrefix(out, "snapshot (stw) at logPosition=") ||
+		!strings.Contains(out, "engine: stateHash="+hash2+" ") || strings.Count(out, "[SNAPSHOT") != 2 {
+		t.Fatalf("snapshot --mode stw: exit %d, stderr %q\n%s", code, errb, out)
+	}
+	plan2 := runPlanJSON(t, dir)
+	if plan2.Snapshots[0].LogPosition <= s1.LogPosition {
+		t.Fatalf("plan after the second snapshot: %+v", plan2)
+	}
+	if h := reopenHash(t, dir, plan2.Snapshots[0].LogPosition); h != hash2 {
+		t.Fatalf("restart from the stw snapshot: hash %s, want %s", h, hash2)
+	}
+	code, out, _ = runCLI(t, "cluster", "describe", "--dir", dir)
+	if code != 0 || !strings.Contains(out, "engine: stateHash="+hash2+" ") {
+		t.Errorf("describe after the second snapshot:\n%s", out)
+	}
+
+	// invalidate-latest-snapshot: the plan falls back to the pauseless
+	// snapshot and a restart replays from it to the same state.
+	if code, out, errb = runCLI(t, "cluster", "invalidate-latest-snapshot", "--dir", dir); code != 0 || strings.Count(out, "INVALID") != 2 {
+		t.Fatalf("invalidate: exit %d, stderr %q\n%s", code, errb, out)
+	}
+	plan3 := runPlanJSON(t, dir)
+	if !plan3.Complete || plan3.Snapshots[0].RecordingID != s1.RecordingIDs[0] || plan3.ReplayFrom != s1.LogPosition {
+		t.Fatalf("plan after invalidation: %+v, want the snapshot at %d", plan3, s1.LogPosition)
+	}
+	if h := reopenHash(t, dir, s1.LogPosition); h != hash2 {
+		t.Fatalf("restart after invalidation: hash %s, want %s", h, hash2)
+	}
+}
+
+// snapshot refuses a live node, a directory that is no node's and an Aeron
+// node directory, and writes nothing to them.
+func TestClusterSnapshotRefusals(t *testing.T) {
+	dir, _, _ := buildNodeDir(t)
+
+	// A node held open in this process: its mark files are fresh.
+	tn := openTestNode(t, dir, nil)
+	code, out, errb := runCLI(t, "cluster", "snapshot", "--dir", dir)
+	if code != 1 || out != "" || !strings.Contains(errb, "looks live: cluster-mark.dat activity timestamp") ||
+		!strings.Contains(errb, "stop it first") {
+		t.Errorf("live node: exit %d, stdout %q, stderr %q", code, out, errb)
+	}
+	code, out, _ = runCLI(t, "cluster", "describe", "--dir", dir)
+	if code != 0 || !strings.Contains(out, ": LIVE (cluster-mark.dat activity timestamp") {
+		t.Errorf("describe of a live node: exit %d\n%s", code, out)
+	}
+	tn.close()
+
+	// A mark file not stamped as stopped, old, whose pid is a running
+	// process (pid 1 always is): live, unless --force.
+	mark := filepath.Join(dir, "cluster", cluster.MarkFileName)
+	b, err := os.ReadFile(mark)
+	if err != nil {
+		t.Fatal(err)
+	}
+	binary.LittleEndian.PutUint64(b[16:], 1000) // activity, 1970
+	binary.LittleEndian.PutUint64(b[32:], 1)    // pid
+	if err := os.WriteFile(mark, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errb = runCLI(t, "cluster", "snapshot", "--dir", dir)
+	if code != 1 || !strings.Contains(errb, "its process 1 is running") {
+		t.Errorf("running pid: exit %d, stderr %q", code, errb)
+	}
+	if s := runSnapshotJSON(t, "--dir", dir, "--force"); len(s.RecordingIDs) != 2 {
+		t.Errorf("--force: %+v", s)
+	}
+
+	// Not a node directory: nothing is created.
+	empty := filepath.Join(t.TempDir(), "empty")
+	if err := os.Mkdir(empty, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errb := runCLI(t, "cluster", "snapshot", "--dir", empty); code != 1 || !strings.Contains(errb, "recordinglog: open") {
+		t.Errorf("empty dir: exit %d, stderr %q", code, errb)
+	}
+	if names, _ := os.ReadDir(empty); len(names) != 0 {
+		t.Errorf("snapshot created %v in an empty directory", names)
+	}
+
+	// A copy of Aeron's node directory: refused, unchanged.
+	aeron := copyClusterFixture(t)
+	code, out, errb = runCLI(t, "cluster", "snapshot", "--dir", aeron)
+	if code != 1 || out != "" || !strings.Contains(errb, "only works on matchlog node directories") ||
+		!strings.Contains(errb, "ClusterTool snapshot") {
+		t.Errorf("Aeron dir: exit %d, stdout %q, stderr %q", code, out, errb)
+	}
+	for _, sub := range []string{"cluster", "archive"} {
+		names, err := os.ReadDir(filepath.Join(clusterFixture, sub))
+		if err != nil {
+			t.Fatal(err)
+		}
+		copied, _ := os.ReadDir(filepath.Join(aeron, sub))
+		if len(copied) != len(names) {
+			t.Errorf("%s: %d files, the fixture has %d", sub, len(copied), len(names))
+		}
+		for _, n := range names {
+			want, _ := os.ReadFile(filepath.Join(clusterFixture, sub, n.Name()))
+			got, _ := os.ReadFile(filepath.Join(aeron, sub, n.Name()))
+			if !bytes.Equal(got, want) {
+				t.Errorf("snapshot changed %s/%s", sub, n.Name())
+			}
+		}
+	}
+	// Aeron's directory with a matchlog node's cluster-mark.dat: its
+	// service snapshot is not an engine snapshot, so it is refused still,
+	// before anything is written.
+	ours, err := os.ReadFile(mark)
+	if err != nil {
+		t.Fatal(err)
+	}
+	binary.LittleEndian.PutUint64(ours[16:], ^uint64(0)) // stopped
+	aeronMark := filepath.Join(aeron, "cluster", cluster.MarkFileName)
+	if err := os.WriteFile(aeronMark, ours, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errb = runCLI(t, "cluster", "snapshot", "--dir", aeron)
+	if code != 1 || !strings.Contains(errb, "holds no matchlog engine snapshot") || !strings.Contains(errb, "only works on matchlog node directories") {
+		t.Errorf("Aeron dir with our mark file: exit %d, stderr %q", code, errb)
+	}
+	for _, f := range []string{"cluster/recording.log", "archive/archive.catalog", "archive/archive-mark.dat"} {
+		want, _ := os.ReadFile(filepath.Join(clusterFixture, f))
+		if got, _ := os.ReadFile(filepath.Join(aeron, f)); !bytes.Equal(got, want) {
+			t.Errorf("snapshot changed %s", f)
+		}
+	}
+	// describe reports the service snapshot as a problem, exit 0.
+	code, out, _ = runCLI(t, "cluster", "describe", "--dir", aeron)
+	if code != 0 || !strings.Contains(out, "problem: engine snapshot at log position 115744: the service snapshot holds no matchlog engine snapshot") ||
+		!strings.Contains(out, "consensus module: sessions=1 timers=0 nextSessionId=2") {
+		t.Errorf("describe of Aeron's dir with our mark file: exit %d\n%s", code, out)
+	}
+	if err := os.WriteFile(aeronMark, mustRead(t, filepath.Join(clusterFixture, "cluster", cluster.MarkFileName)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	// describe of Aeron's directory has no node section.
+	code, out, _ = runCLI(t, "cluster", "describe", "--dir", aeron)
+	if code != 0 || strings.Contains(out, "matchlog node") {
+		t.Errorf("describe of Aeron's dir: exit %d\n%s", code, out)
+	}
+	code, out, _ = runCLI(t, "cluster", "describe", "--dir", aeron, "--json")
+	if code != 0 || strings.Contains(out, `"node"`) {
+		t.Errorf("describe --json of Aeron's dir: exit %d\n%s", code, out)
+	}
+
+	// Bad flags.
+	for _, args := range [][]string{
+		{"cluster", "snapshot", "--dir", dir, "--mode", "fast"}, {"cluster", "snapshot", "--dir", dir, "--workers", "-1"},
+		{"cluster", "describe", "--dir", dir, "--mode", "stw"},
+	} {
+		if code, _, errb := runCLI(t, args...); code != 2 || errb == "" {
+			t.Errorf("%q: exit %d, stderr %q; want 2", args, code, errb)
+		}
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

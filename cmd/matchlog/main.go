@@ -30,7 +30,7 @@ func init() {
 	verbs = []verb{
 		{"engine", "engine run", "replay commands (JSON lines) through the engine, write its events", runEngine},
 		{"difftest", "difftest", "run the B-tree engine and the model side by side on a seeded random stream", runDifftest},
-		{"cluster", "cluster <cmd>", "Aeron ClusterTool-style: recording-log, recovery-plan, invalidate-latest-snapshot, describe", runCluster},
+		{"cluster", "cluster <cmd>", "Aeron ClusterTool-style: recording-log, recovery-plan, snapshot, invalidate-latest-snapshot, describe", runCluster},
 		{"archive", "archive <cmd>", "Aeron ArchiveTool-style: describe, verify, detach, delete, purge, replay", runArchive},
 		{"bench", "bench <what>", "measure: engine (mix, depth, heap, clone, restore), snapshot (take, restore), archive (recorder vs raw writes)", func(args []string, _, _ io.Writer) error { return runBench(args) }},
 		{"help", "help", "show this list", func(_ []string, stdout, _ io.Writer) error { usage(stdout); return nil }},
