@@ -150,14 +150,28 @@ func (o *Options) resolve() error {
 // by the caller's duty cycle ([Recording.Poll], [Replay.Poll]); the Archive
 // starts no goroutine except the optional activity ticker.
 //
-// An Archive is not safe for concurrent use: call its methods, and those of
-// its recordings and replays, from one goroutine. The log buffer a
-// recording reads may be written by another goroutine.
+// Concurrency: different recordings may be driven from different
+// goroutines. Each Recording (Poll, Record, Stop) and each Replay must be
+// driven by one goroutine at a time, but the block writes and syncs of one
+// recording never wait for another's: the Archive's catalog mutex is held
+// only around catalog, recording-table and replay-table updates (starting,
+// extending and stopping a recording; a recording's segment creation and
+// index updates are its own). The Archive's methods lock it and may be
+// called from any goroutine, except Close, which must not run concurrently
+// with anything else, and Detach and Purge, which read the open replays'
+// positions and so must not run while a replay is polled elsewhere. [Archive.Catalog] gives the catalog itself, which is
+// safe to read only while no other goroutine starts, extends or stops a
+// recording; use [Archive.Descriptor] then. The log buffer a recording
+// reads may be written by another goroutine.
 type Archive struct {
 	fs   vfs.FS
 	dir  string
 	opts Options
 	cat  *Catalog
+
+	// mu is the catalog mutex: it guards cat, recordings, replays,
+	// deletes and retention.
+	mu sync.Mutex
 
 	markMu     sync.Mutex
 	mark       vfs.File // nil once closed
@@ -327,10 +341,19 @@ func (a *Archive) UpdateActivity() error {
 
 // maybeUpdateActivity refreshes the mark file if a second has passed.
 func (a *Archive) maybeUpdateActivity(now int64) error {
-	if a.tickStop != nil || now-a.lastActive < 1000 {
+	if a.tickStop != nil {
 		return nil
 	}
-	return a.UpdateActivity()
+	a.markMu.Lock()
+	defer a.markMu.Unlock()
+	if now-a.lastActive < 1000 {
+		return nil
+	}
+	if a.mark == nil {
+		return ErrArchiveClosed
+	}
+	a.lastActive = now
+	return UpdateMarkActivity(a.mark, markMessageHeaderSize, now)
 }
 
 func (a *Archive) tick(interval time.Duration) {
@@ -358,10 +381,17 @@ func (a *Archive) Close() error {
 	}
 	a.closed = true
 	var errs []error
+	a.mu.Lock()
+	var active []*Recording
 	for _, id := range a.activeIDs() {
-		errs = append(errs, a.recordings[id].Stop())
+		active = append(active, a.recordings[id])
 	}
-	for _, rp := range slices.Clone(a.replays) {
+	replays := slices.Clone(a.replays)
+	a.mu.Unlock()
+	for _, r := range active {
+		errs = append(errs, r.Stop())
+	}
+	for _, rp := range replays {
 		errs = append(errs, rp.Close())
 	}
 	if a.tickStop != nil {
@@ -401,20 +431,46 @@ func (a *Archive) Catalog() *Catalog { return a.cat }
 // ListRecordings returns the descriptors of the VALID recordings in id
 // order. An active recording has stopPosition -1 (as in Aeron's catalog);
 // see RecordedPosition.
-func (a *Archive) ListRecordings() []RecordingDescriptor { return a.cat.Recordings() }
+func (a *Archive) ListRecordings() []RecordingDescriptor {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.cat.Recordings()
+}
+
+// Descriptor returns the catalog descriptor of recording id (as
+// Catalog.Descriptor, under the catalog mutex).
+func (a *Archive) Descriptor(id int64) (RecordingDescriptor, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.cat.Descriptor(id)
+}
 
 // ActiveRecordings returns the ids of the recordings being recorded.
-func (a *Archive) ActiveRecordings() []int64 { return a.activeIDs() }
+func (a *Archive) ActiveRecordings() []int64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.activeIDs()
+}
 
 // Recording returns the active recording id, or nil.
-func (a *Archive) Recording(id int64) *Recording { return a.recordings[id] }
+func (a *Archive) Recording(id int64) *Recording {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.recordings[id]
+}
 
 // RecordedPosition is the position up to which recording id has been
 // written: the recorder's position while it is active, the catalog's stop
 // position once it has stopped.
 func (a *Archive) RecordedPosition(id int64) (int64, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.recordedPosition(id)
+}
+
+func (a *Archive) recordedPosition(id int64) (int64, error) {
 	if r, ok := a.recordings[id]; ok {
-		return r.position, nil
+		return r.pos.Load(), nil
 	}
 	d, err := a.cat.Descriptor(id)
 	if err != nil {
@@ -433,7 +489,15 @@ func (a *Archive) Recovered() []RecordingReport { return a.recovered }
 // segment holding bytes past the last indexed position is given the
 // recording's stop timestamp, which is never older than the lost records.
 func (a *Archive) SegmentTimes(id int64) ([]SegmentTime, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.segmentTimes(id)
+}
+
+func (a *Archive) segmentTimes(id int64) ([]SegmentTime, error) {
 	if r, ok := a.recordings[id]; ok {
+		r.idxMu.Lock()
+		defer r.idxMu.Unlock()
 		return slices.Clone(r.idx.segs), nil
 	}
 	d, err := a.cat.Descriptor(id)
@@ -480,15 +544,21 @@ func (a *Archive) openIndex(id int64) (*indexFile, error) {
 // position's segment base when nothing may go. It only proposes: detach
 // and purge make their own checks.
 func (a *Archive) AgeCutoff(id int64, beforeMs int64) (int64, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.ageCutoff(id, beforeMs)
+}
+
+func (a *Archive) ageCutoff(id int64, beforeMs int64) (int64, error) {
 	d, err := a.cat.Descriptor(id)
 	if err != nil {
 		return 0, err
 	}
-	end, err := a.RecordedPosition(id)
+	end, err := a.recordedPosition(id)
 	if err != nil {
 		return 0, err
 	}
-	segs, err := a.SegmentTimes(id)
+	segs, err := a.segmentTimes(id)
 	if err != nil {
 		return 0, err
 	}

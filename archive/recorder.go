@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -62,8 +63,9 @@ type Recording struct {
 	terms [logbuf.PartitionCount][]byte
 	now   func() int64
 
-	startPosition int64
-	position      int64
+	startPosition atomic.Int64
+	position      int64        // owned by the recording's goroutine
+	pos           atomic.Int64 // position, for other goroutines
 	termLength    int
 	termMask      int64
 	shift         uint8
@@ -74,6 +76,7 @@ type Recording struct {
 	segBase   int64
 	segOffset int64
 
+	idxMu     sync.Mutex // guards idx against SegmentTimes
 	idx       *indexFile
 	advanceTo int64
 	advanceFn logbuf.ControlledFragmentHandler
@@ -93,6 +96,8 @@ func (a *Archive) StartRecording(src Source) (*Recording, error) {
 	if err := checkSource(src); err != nil {
 		return nil, err
 	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	l := src.Log
 	termLength := int32(l.TermLength())
 	segLen := max(a.opts.SegmentLength, termLength)
@@ -158,6 +163,8 @@ func (a *Archive) ExtendRecording(id int64, src Source) (*Recording, error) {
 	if err := checkSource(src); err != nil {
 		return nil, err
 	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	if _, ok := a.recordings[id]; ok {
 		return nil, fmt.Errorf("%w: cannot extend recording %d", ErrRecordingActive, id)
 	}
@@ -212,6 +219,7 @@ func (a *Archive) ExtendRecording(id int64, src Source) (*Recording, error) {
 	}
 	r := a.newRecording(id, src, d.StartPosition, d.SegmentFileLength)
 	r.position = d.StopPosition
+	r.pos.Store(d.StopPosition)
 	r.seg, r.segBase, r.segOffset, r.idx = f, base, d.StopPosition-base, idx
 	a.recordings[id] = r
 	return r, nil
@@ -227,19 +235,20 @@ func checkSource(src Source) error {
 func (a *Archive) newRecording(id int64, src Source, start int64, segLen int32) *Recording {
 	l := src.Log
 	r := &Recording{
-		a:             a,
-		id:            id,
-		log:           l,
-		img:           src.Image,
-		now:           src.Now,
-		startPosition: start,
-		position:      start,
-		termLength:    l.TermLength(),
-		termMask:      int64(l.TermLength() - 1),
-		shift:         l.PositionBitsToShift(),
-		segLen:        segLen,
-		blockLimit:    min(a.opts.FileIoMaxLength, l.TermLength()),
+		a:          a,
+		id:         id,
+		log:        l,
+		img:        src.Image,
+		now:        src.Now,
+		position:   start,
+		termLength: l.TermLength(),
+		termMask:   int64(l.TermLength() - 1),
+		shift:      l.PositionBitsToShift(),
+		segLen:     segLen,
+		blockLimit: min(a.opts.FileIoMaxLength, l.TermLength()),
 	}
+	r.startPosition.Store(start)
+	r.pos.Store(start)
 	if r.now == nil {
 		r.now = a.opts.Clock
 	}
@@ -254,11 +263,11 @@ func (a *Archive) newRecording(id int64, src Source, start int64, segLen int32) 
 func (r *Recording) ID() int64 { return r.id }
 
 // StartPosition is the recording's start position.
-func (r *Recording) StartPosition() int64 { return r.startPosition }
+func (r *Recording) StartPosition() int64 { return r.startPosition.Load() }
 
 // Position is the recorded position: every byte before it has been written
-// (and synced, at file sync level >= 1).
-func (r *Recording) Position() int64 { return r.position }
+// (and synced, at file sync level >= 1). It may be read on any goroutine.
+func (r *Recording) Position() int64 { return r.pos.Load() }
 
 // Err is the failure that stopped the recorder, if any.
 func (r *Recording) Err() error { return r.err }
@@ -325,9 +334,13 @@ func (r *Recording) writeBlock() (int, error) {
 	r.segOffset += int64(length)
 	r.position = pos + int64(length)
 	now := r.now()
-	if err := r.idx.note(r.segBase, r.position, now, false); err != nil {
+	r.idxMu.Lock()
+	err := r.idx.note(r.segBase, r.position, now, false)
+	r.idxMu.Unlock()
+	if err != nil {
 		return 0, err
 	}
+	r.pos.Store(r.position)
 	r.advanceImage()
 	if r.segOffset >= int64(r.segLen) {
 		if err := r.rollOver(); err != nil {
@@ -339,7 +352,10 @@ func (r *Recording) writeBlock() (int, error) {
 
 // rollOver closes the full segment and creates the next one at once.
 func (r *Recording) rollOver() error {
-	if err := r.idx.flush(); err != nil {
+	r.idxMu.Lock()
+	err := r.idx.flush()
+	r.idxMu.Unlock()
+	if err != nil {
 		return err
 	}
 	if r.a.opts.FileSyncLevel > 0 {
@@ -347,7 +363,7 @@ func (r *Recording) rollOver() error {
 			return fmt.Errorf("sync index: %w", err)
 		}
 	}
-	err := r.seg.Close()
+	err = r.seg.Close()
 	r.seg = nil
 	if err != nil {
 		return fmt.Errorf("close segment: %w", err)
@@ -418,6 +434,10 @@ func (r *Recording) Stop() error {
 	}
 	r.stopped = true
 	a := r.a
+	a.mu.Lock() // lock order: the catalog mutex, then a recording's idxMu
+	defer a.mu.Unlock()
+	r.idxMu.Lock()
+	defer r.idxMu.Unlock()
 	delete(a.recordings, r.id)
 	if r.err != nil {
 		cerr := errors.Join(closeFile(r.seg), r.idx.close())

@@ -145,7 +145,7 @@ func (a *Archive) checkDetach(id, newStart int64) (RecordingDescriptor, error) {
 	rec, active := a.recordings[id]
 	end := d.StopPosition
 	if active {
-		end = rec.position
+		end = rec.pos.Load()
 	} else if end == NullPosition {
 		return d, fmt.Errorf("archive: recording %d has no stop position; reopen the archive to settle it", id)
 	}
@@ -185,6 +185,8 @@ func (a *Archive) Detach(id, newStart int64) error {
 	if err := a.check(); err != nil {
 		return err
 	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	if _, err := a.checkDetach(id, newStart); err != nil {
 		return err
 	}
@@ -196,7 +198,7 @@ func (a *Archive) detach(id, newStart int64) error {
 		return fmt.Errorf("archive: detach recording %d to %d: %w", id, newStart, err)
 	}
 	if r, ok := a.recordings[id]; ok {
-		r.startPosition = newStart
+		r.startPosition.Store(newStart)
 	}
 	return nil
 }
@@ -215,6 +217,8 @@ func (a *Archive) DeleteDetached(id int64) (int, error) {
 	if err := a.check(); err != nil {
 		return 0, err
 	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	if a.deletes.inFlight[id] > 0 {
 		return 0, fmt.Errorf("%w: recording %d has %d files waiting", ErrDeleteInProgress, id, a.deletes.inFlight[id])
 	}
@@ -236,6 +240,8 @@ func (a *Archive) Purge(id, newStart int64) (int, error) {
 	if err := a.check(); err != nil {
 		return 0, err
 	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	if a.deletes.inFlight[id] > 0 {
 		return 0, fmt.Errorf("%w: recording %d has %d files waiting", ErrDeleteInProgress, id, a.deletes.inFlight[id])
 	}
@@ -300,6 +306,8 @@ func (a *Archive) DeleteStep() (int, error) {
 	if err := a.check(); err != nil {
 		return 0, err
 	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	return a.deleteStep(false)
 }
 
@@ -325,6 +333,8 @@ func (a *Archive) DrainDeletes(ignoreDelay bool) (int, error) {
 	if err := a.check(); err != nil {
 		return 0, err
 	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	total := 0
 	for {
 		n, err := a.deleteStep(ignoreDelay)
@@ -337,12 +347,18 @@ func (a *Archive) DrainDeletes(ignoreDelay bool) (int, error) {
 
 // PendingDeletes lists the files waiting to be unlinked, oldest first.
 func (a *Archive) PendingDeletes() []PendingDelete {
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	return append([]PendingDelete(nil), a.deletes.pending...)
 }
 
 // DeleteInProgress reports whether files of recording id wait to be
 // unlinked (DeleteDetached and Purge refuse it meanwhile).
-func (a *Archive) DeleteInProgress(id int64) bool { return a.deletes.inFlight[id] > 0 }
+func (a *Archive) DeleteInProgress(id int64) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.deletes.inFlight[id] > 0
+}
 
 // DeletedSegments lists the "*.rec.deleted" files of an archive directory:
 // segments renamed for deletion and not yet unlinked.

@@ -59,6 +59,8 @@ func (a *Archive) StartReplay(id, position, limit int64) (*Replay, error) {
 	if err := a.check(); err != nil {
 		return nil, err
 	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	d, err := a.cat.Descriptor(id)
 	if err != nil {
 		return nil, err
@@ -69,7 +71,7 @@ func (a *Archive) StartReplay(id, position, limit int64) (*Replay, error) {
 	rec, active := a.recordings[id]
 	end := d.StopPosition
 	if active {
-		end = rec.position
+		end = rec.pos.Load()
 	} else if end == NullPosition {
 		return nil, fmt.Errorf("archive: recording %d has no stop position; reopen the archive to settle it", id)
 	}
@@ -101,8 +103,8 @@ func (a *Archive) StartReplay(id, position, limit int64) (*Replay, error) {
 // or the recorded position at the time of the call for an active recording.
 func (a *Archive) Replay(id, position, limit int64, handler FrameHandler) (int64, error) {
 	if limit == NullPosition {
-		if _, ok := a.recordings[id]; ok {
-			limit = a.recordings[id].position
+		if r := a.Recording(id); r != nil {
+			limit = r.pos.Load()
 		}
 	}
 	rp, err := a.StartReplay(id, position, limit)
@@ -126,6 +128,8 @@ func (a *Archive) Replay(id, position, limit int64, handler FrameHandler) (int64
 
 // Replays lists the open replays, the ranges being read.
 func (a *Archive) Replays() []ReplayInfo {
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	out := make([]ReplayInfo, 0, len(a.replays))
 	for _, rp := range a.replays {
 		out = append(out, ReplayInfo{RecordingID: rp.id, From: rp.from, Position: rp.pos, Limit: rp.limit})
@@ -138,11 +142,13 @@ func (rp *Replay) Position() int64 { return rp.pos }
 
 // current is the position the replay may read up to now.
 func (rp *Replay) current() int64 {
+	rp.a.mu.Lock()
+	defer rp.a.mu.Unlock()
 	if rec, ok := rp.a.recordings[rp.id]; ok {
 		if rp.limit == NullPosition {
-			return rec.position
+			return rec.pos.Load()
 		}
-		return min(rp.limit, rec.position)
+		return min(rp.limit, rec.pos.Load())
 	}
 	if rp.limit == NullPosition {
 		// The followed recording has stopped: its stop is the limit.
@@ -295,6 +301,8 @@ func (rp *Replay) Close() error {
 		return nil
 	}
 	rp.closed = true
+	rp.a.mu.Lock()
+	defer rp.a.mu.Unlock()
 	rp.a.replays = slices.DeleteFunc(rp.a.replays, func(x *Replay) bool { return x == rp })
 	return rp.closeFile()
 }

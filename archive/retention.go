@@ -138,6 +138,8 @@ func (a *Archive) Proposals(nowMs int64) ([]Proposal, error) {
 	if err := a.check(); err != nil {
 		return nil, err
 	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	pol := a.opts.Retention
 	if a.retention.checked && nowMs-a.retention.lastMs < pol.CheckInterval.Milliseconds() {
 		return nil, nil
@@ -163,7 +165,7 @@ func (a *Archive) evaluateRetention(nowMs int64) ([]Proposal, error) {
 		if checkDescriptorGeometry(&d) != nil {
 			continue
 		}
-		end, err := a.RecordedPosition(d.RecordingID)
+		end, err := a.recordedPosition(d.RecordingID)
 		if err != nil {
 			return nil, err
 		}
@@ -182,7 +184,7 @@ func (a *Archive) evaluateRetention(nowMs int64) ([]Proposal, error) {
 			continue
 		}
 		if pol.MaxAge > 0 {
-			cut, err := a.AgeCutoff(d.RecordingID, nowMs-pol.MaxAge.Milliseconds())
+			cut, err := a.ageCutoff(d.RecordingID, nowMs-pol.MaxAge.Milliseconds())
 			if err != nil {
 				return nil, err
 			}
@@ -256,7 +258,7 @@ func (a *Archive) freeDiskCuts(cands []*candidate) error {
 			}
 			if c.times == nil {
 				c.times = map[int64]int64{}
-				segs, err := a.SegmentTimes(c.d.RecordingID)
+				segs, err := a.segmentTimes(c.d.RecordingID)
 				if err != nil {
 					return err
 				}

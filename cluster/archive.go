@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 
 	"github.com/matchlog/matchlog/archive"
 	"github.com/matchlog/matchlog/internal/logbuf"
@@ -15,14 +16,14 @@ import (
 // The node records through package archive (archive.Archive): the log
 // recording, extended across restarts, and one recording per snapshot.
 //
-// An archive.Archive is driven from one goroutine at a time. The node's
-// duty cycle records the log; a pauseless snapshot is encoded and recorded
-// on the snapshot goroutine. nodeArchive serialises every call with a mutex,
-// and the duty cycle only tries it (TryLock): while the snapshot goroutine
-// writes a block the log is not recorded in that cycle and its egress waits
-// for the next one — sequencing and the service go on. The snapshot's blocks
-// are bounded by its term length (Options.SnapshotTermLength), which bounds
-// that wait.
+// The node's duty cycle records the log; a pauseless snapshot is encoded and
+// recorded on the snapshot goroutine. archive.Archive is safe for concurrent
+// use by different recordings: its catalog mutex is held only around
+// catalog updates (starting and stopping the snapshot recordings), and each
+// recording's block writes and syncs run outside it, so the log's group
+// commits never wait for a snapshot block's write or sync. Each
+// nodeRecording has its own mutex (one goroutine drives it at a time; the
+// duty cycle only tries it).
 //
 // Durability beyond the archive's file sync level: a snapshot must be
 // durable before recording.log names it, the log must be durable up to a
@@ -31,7 +32,6 @@ import (
 // archive syncs nothing, so for those three the node syncs the recording's
 // segment files itself (nodeRecording.sync) before going on.
 type nodeArchive struct {
-	mu    sync.Mutex
 	a     *archive.Archive
 	fs    vfs.FS
 	dir   string
@@ -94,32 +94,41 @@ func openArchive(fsys vfs.FS, dir string, opts Options, nowMs func() int64) (*no
 
 // Descriptor implements recordinglog.Recordings.
 func (na *nodeArchive) Descriptor(id int64) (archive.RecordingDescriptor, error) {
-	na.mu.Lock()
-	defer na.mu.Unlock()
-	return na.a.Catalog().Descriptor(id)
+	return na.a.Descriptor(id)
 }
 
-func (na *nodeArchive) Close() error {
-	na.mu.Lock()
-	defer na.mu.Unlock()
-	return na.a.Close()
-}
+// Close closes the archive; no recording may be in use.
+func (na *nodeArchive) Close() error { return na.a.Close() }
 
 // nodeRecording is a recording of one of the node's log buffers.
 type nodeRecording struct {
+	mu     sync.Mutex // one goroutine drives the recording at a time
 	na     *nodeArchive
 	rec    *archive.Recording
 	log    *logbuf.Log
 	img    *logbuf.Image // the recorder's reader of log
 	desc   archive.RecordingDescriptor
 	synced int64 // position up to which the files are known synced
+	// syncEach: at sync level 0, sync what each record call wrote (the
+	// snapshot recordings, which must be durable before recording.log
+	// names them anyway: many small syncs as they are written instead
+	// of a segment's worth of dirty pages flushed at once, which stalls
+	// the log's writes on the same disk for tens of ms).
+	syncEach bool
+	// Background syncs of the log at level 0 (see record): bg tracks the
+	// one in flight, bgSynced is the position it made durable (0: none
+	// yet), bgErr its failure.
+	bg       sync.WaitGroup
+	bgBusy   atomic.Bool
+	bgSynced atomic.Int64
+	bgErr    atomic.Pointer[error]
 	// blocks and syncs count the archive's block writes (one sync each
 	// at sync level >= 1): the group commits of the log.
 	blocks, syncs int64
 }
 
 func (na *nodeArchive) newRecording(rec *archive.Recording, log *logbuf.Log, img *logbuf.Image) (*nodeRecording, error) {
-	d, err := na.a.Catalog().Descriptor(rec.ID())
+	d, err := na.a.Descriptor(rec.ID())
 	if err != nil {
 		return nil, err
 	}
@@ -129,8 +138,6 @@ func (na *nodeArchive) newRecording(rec *archive.Recording, log *logbuf.Log, img
 // StartRecording starts recording log from its tail.
 func (na *nodeArchive) StartRecording(log *logbuf.Log, channel string) (*nodeRecording, error) {
 	img := log.ImageAt(log.TailPosition())
-	na.mu.Lock()
-	defer na.mu.Unlock()
 	rec, err := na.a.StartRecording(archive.Source{Log: log, Image: img, Channel: channel, SourceIdentity: "aeron:ipc"})
 	if err != nil {
 		return nil, err
@@ -141,8 +148,6 @@ func (na *nodeArchive) StartRecording(log *logbuf.Log, channel string) (*nodeRec
 // ExtendRecording continues recording id from log's tail.
 func (na *nodeArchive) ExtendRecording(id int64, log *logbuf.Log, channel string) (*nodeRecording, error) {
 	img := log.ImageAt(log.TailPosition())
-	na.mu.Lock()
-	defer na.mu.Unlock()
 	rec, err := na.a.ExtendRecording(id, archive.Source{Log: log, Image: img, Channel: channel, SourceIdentity: "aeron:ipc"})
 	if err != nil {
 		return nil, err
@@ -166,16 +171,16 @@ func (r *nodeRecording) SyncedPosition() int64 {
 }
 
 // record writes the committed frames up to limit. With try, it does
-// nothing when the archive is busy with another goroutine's block.
+// nothing when another goroutine is driving the recording.
 func (r *nodeRecording) record(limit int64, try bool) error {
 	if try {
-		if !r.na.mu.TryLock() {
+		if !r.mu.TryLock() {
 			return nil
 		}
 	} else {
-		r.na.mu.Lock()
+		r.mu.Lock()
 	}
-	defer r.na.mu.Unlock()
+	defer r.mu.Unlock()
 	for r.rec.Position() < limit {
 		n, err := r.rec.Poll()
 		if err != nil {
@@ -189,26 +194,70 @@ func (r *nodeRecording) record(limit int64, try bool) error {
 			r.syncs++
 		}
 	}
+	if r.na.level == 0 && r.syncEach {
+		pos := r.rec.Position()
+		if pos <= r.synced {
+			return nil
+		}
+		d := &r.desc
+		newSeg := r.synced == d.StartPosition ||
+			archive.SegmentFileBasePosition(d.StartPosition, pos, d.TermBufferLength, d.SegmentFileLength) >
+				archive.SegmentFileBasePosition(d.StartPosition, r.synced, d.TermBufferLength, d.SegmentFileLength)
+		if err := r.syncFiles(r.synced, pos, newSeg); err != nil {
+			return err
+		}
+		r.synced = pos
+		return nil
+	}
 	if r.na.level == 0 {
 		// Level 0 syncs nothing per block, but a segment is made durable
 		// once the recording has moved past it, so that a crash can only
 		// lose the tail of the last segment (which the archive's recovery
 		// cuts off) and never leave a hole in an earlier one.
+		//
+		// That sync runs here, in the duty cycle; so that it never has a
+		// whole segment of dirty pages to flush (tens of ms for 128 MiB),
+		// every bgSyncEvery bytes of the current segment are synced in the
+		// background meanwhile.
+		if p := r.bgErr.Load(); p != nil {
+			return *p
+		}
+		if v := r.bgSynced.Load(); v > r.synced {
+			r.synced = v
+		}
 		d := &r.desc
-		if archive.SegmentFileBasePosition(d.StartPosition, r.rec.Position(), d.TermBufferLength, d.SegmentFileLength) >
+		pos := r.rec.Position()
+		if archive.SegmentFileBasePosition(d.StartPosition, pos, d.TermBufferLength, d.SegmentFileLength) >
 			archive.SegmentFileBasePosition(d.StartPosition, r.synced, d.TermBufferLength, d.SegmentFileLength) {
 			return r.syncLocked()
+		}
+		if pos-r.synced >= bgSyncEvery && r.bgBusy.CompareAndSwap(false, true) {
+			from := r.synced
+			r.bg.Add(1)
+			go func() {
+				defer r.bg.Done()
+				defer r.bgBusy.Store(false)
+				if err := r.syncFiles(from, pos, false); err != nil {
+					r.bgErr.Store(&err)
+					return
+				}
+				r.bgSynced.Store(pos)
+			}()
 		}
 	}
 	return nil
 }
 
+// bgSyncEvery is how much of a level-0 recording's current segment may be
+// written before a background sync of it starts.
+const bgSyncEvery = 2 << 20
+
 // sync makes the recording's files durable up to the recorded position,
 // whatever the level: every segment written since the last sync, and the
 // directory.
 func (r *nodeRecording) sync() error {
-	r.na.mu.Lock()
-	defer r.na.mu.Unlock()
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	return r.syncLocked()
 }
 
@@ -220,10 +269,46 @@ func (r *nodeRecording) syncLocked() error {
 		r.synced = pos
 		return nil
 	}
+	if err := r.syncFiles(r.synced, pos, true); err != nil {
+		return err
+	}
+	r.synced = pos
+	return nil
+}
+
+// syncSegmentsTo makes the recording durable up to pos (at least) at sync
+// level 0 without taking the recording's mutex, so it may run on another
+// goroutine while the owner goes on recording: it syncs the segment files
+// from the one holding from (a position known synced) to the one holding
+// pos, and the directory. It returns the position now known synced, or 0
+// when it did nothing (level >= 1, or pos not yet recorded); the owner
+// notes it with noteSynced.
+func (r *nodeRecording) syncSegmentsTo(from, pos int64) (int64, error) {
+	if r.na.level > 0 || r.rec.Position() < pos {
+		return 0, nil
+	}
+	if err := r.syncFiles(from, pos, true); err != nil {
+		return 0, err
+	}
+	return pos, nil
+}
+
+// noteSynced records that the files are synced up to pos.
+func (r *nodeRecording) noteSynced(pos int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.na.level == 0 && pos > r.synced {
+		r.synced = pos
+	}
+}
+
+// syncFiles syncs the segment files holding [from, pos] and, with dir, the
+// directory. It reads only the recording's immutable descriptor.
+func (r *nodeRecording) syncFiles(from, pos int64, dir bool) error {
 	d := &r.desc
 	fsys := r.na.fs
-	from := archive.SegmentFileBasePosition(d.StartPosition, r.synced, d.TermBufferLength, d.SegmentFileLength)
 	to := archive.SegmentFileBasePosition(d.StartPosition, pos, d.TermBufferLength, d.SegmentFileLength)
+	from = archive.SegmentFileBasePosition(d.StartPosition, from, d.TermBufferLength, d.SegmentFileLength)
 	for base := from; base <= to; base += int64(d.SegmentFileLength) {
 		f, err := fsys.OpenRW(fsys.Join(r.na.dir, archive.SegmentFileName(d.RecordingID, base)))
 		if errors.Is(err, vfs.ErrNotExist) && base == to && base == pos {
@@ -240,11 +325,10 @@ func (r *nodeRecording) syncLocked() error {
 			return err
 		}
 	}
-	if err := fsys.SyncDir(r.na.dir); err != nil {
-		return err
+	if !dir {
+		return nil
 	}
-	r.synced = pos
-	return nil
+	return fsys.SyncDir(r.na.dir)
 }
 
 // stop ends the recording: everything committed up to limit is recorded,
@@ -254,8 +338,9 @@ func (r *nodeRecording) stop(limit int64) error {
 		r.abandon()
 		return err
 	}
-	r.na.mu.Lock()
-	defer r.na.mu.Unlock()
+	r.bg.Wait()
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if err := r.syncLocked(); err != nil {
 		r.rec.Stop()
 		return err
@@ -266,8 +351,9 @@ func (r *nodeRecording) stop(limit int64) error {
 // abandon stops a failed recording; the archive settles its stop position
 // from the files.
 func (r *nodeRecording) abandon() {
-	r.na.mu.Lock()
-	defer r.na.mu.Unlock()
+	r.bg.Wait()
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.rec.Stop()
 }
 
@@ -289,8 +375,6 @@ func (na *nodeArchive) replay(id, from, to int64) (*replaySource, error) {
 	if to < 0 {
 		to = archive.NullPosition
 	}
-	na.mu.Lock()
-	defer na.mu.Unlock()
 	rp, err := na.a.StartReplay(id, from, to)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: replay of recording %d: %w", id, err)

@@ -68,10 +68,12 @@ type Options struct {
 	// fileIoMaxLength: a power of two >= 64 KiB; default 16 MiB).
 	BlockLength int
 	// SnapshotTermLength is the term length of the service snapshot's
-	// publication, which also bounds one snapshot block: a pauseless
-	// snapshot's block holds the archive while it is written and synced,
-	// delaying the log's durability (and egress) by that long. Default
-	// 1 MiB when pauseless, TermLength when stopping the world.
+	// publication, which also bounds one snapshot block. The snapshot's
+	// blocks are written and synced on the snapshot goroutine without
+	// holding up the log's (the archive is safe for concurrent use by
+	// different recordings), but they share the disk with the log's
+	// syncs. Default 1 MiB when pauseless, TermLength when stopping the
+	// world.
 	SnapshotTermLength int
 	// SnapshotMode (default Pauseless), SnapshotEveryBytes of log and
 	// SnapshotEvery of cluster time (0: off).
@@ -103,7 +105,19 @@ type Stats struct {
 	// LastSnapshotWrite is how long the last snapshot set took to write
 	// (on the snapshot goroutine when pauseless).
 	LastSnapshotWrite time.Duration
-	Skipped           int64 // log entries for sessions no longer open
+	// LastSnapshotPrepare is how long the last snapshot held the node's
+	// goroutine: the frozen copies (pauseless), or the whole write (stop
+	// the world).
+	LastSnapshotPrepare time.Duration
+	// LastSnapshotArchive is the part of LastSnapshotWrite spent in the
+	// archive: starting, writing, syncing and stopping the recordings.
+	LastSnapshotArchive time.Duration
+	// LastSnapshotLogSync is how long making the log durable up to the
+	// last snapshot's position took (at sync level 0 its segment files
+	// are synced: on the snapshot goroutine when pauseless, else on the
+	// node's goroutine after the write).
+	LastSnapshotLogSync time.Duration
+	Skipped             int64 // log entries for sessions no longer open
 }
 
 // Errors.
@@ -145,6 +159,12 @@ type snapshotJob struct {
 	ts       int64 // cluster time of the request
 	started  time.Time
 	duration time.Duration // of the background write
+	prepare  time.Duration // on the node's goroutine
+	archive  time.Duration // in the archive
+	// logSynced: the log's segment files were synced up to here by the
+	// snapshot goroutine (0: not done).
+	logSynced int64
+	logSync   time.Duration
 }
 
 // Node is the embedded single-process cluster node: sequencer, log,

@@ -45,18 +45,31 @@ func (n *Node) startSnapshot(pos, ts int64) error {
 			return fmt.Errorf("cluster: prepare snapshot at %d: %w", pos, err)
 		}
 		n.job = job
+		job.prepare = time.Since(job.started)
+		logSynced := n.rec.synced
 		go func() {
 			defer close(job.done)
-			job.svcRec, job.cmRec, job.bytes, job.err = n.writeSnapshotSet(info, cm, task.Write)
+			job.svcRec, job.cmRec, job.bytes, job.archive, job.err = n.writeSnapshotSet(info, cm, task.Write)
+			if job.err == nil {
+				// At sync level 0 the log must be made durable up to
+				// the snapshot's position before recording.log names
+				// the snapshot: sync its segments here, off the duty
+				// cycle (a whole segment of unsynced log may take tens
+				// of ms), once the log is recorded that far.
+				t0 := time.Now()
+				job.logSynced, job.err = n.rec.syncSegmentsTo(logSynced, pos)
+				job.logSync = time.Since(t0)
+			}
 			job.duration = time.Since(job.started)
 		}()
 		return nil
 	}
 	n.job = job
-	job.svcRec, job.cmRec, job.bytes, job.err = n.writeSnapshotSet(info, cm, func(pub Publication, idle func() error) error {
+	job.svcRec, job.cmRec, job.bytes, job.archive, job.err = n.writeSnapshotSet(info, cm, func(pub Publication, idle func() error) error {
 		return n.svc.OnTakeSnapshot(info, pub, idle)
 	})
 	job.duration = time.Since(job.started)
+	job.prepare = job.duration
 	close(job.done)
 	return nil
 }
@@ -81,6 +94,10 @@ func (n *Node) pollSnapshot(wait bool) error {
 		return fmt.Errorf("cluster: snapshot at log position %d: %w", job.info.LogPosition, job.err)
 	}
 	pos := job.info.LogPosition
+	if job.logSynced >= pos {
+		n.rec.noteSynced(job.logSynced)
+	}
+	t0 := time.Now()
 	if n.rec.Position() < pos {
 		if err := n.rec.record(n.pub.Position(), false); err != nil {
 			return err
@@ -91,6 +108,7 @@ func (n *Node) pollSnapshot(wait bool) error {
 			return err
 		}
 	}
+	job.logSync += time.Since(t0)
 	term, ok := n.rlog.TermEntry(n.termID)
 	if !ok {
 		return fmt.Errorf("cluster: recording.log has no TERM entry for term %d", n.termID)
@@ -105,6 +123,9 @@ func (n *Node) pollSnapshot(wait bool) error {
 	n.stats.Snapshots++
 	n.stats.SnapshotBytes += job.bytes
 	n.stats.LastSnapshotWrite = job.duration
+	n.stats.LastSnapshotPrepare = job.prepare
+	n.stats.LastSnapshotArchive = job.archive
+	n.stats.LastSnapshotLogSync = job.logSync
 	n.lastSnapPos = pos
 	n.lastSnapTime = ts
 	return nil
@@ -113,8 +134,8 @@ func (n *Node) pollSnapshot(wait bool) error {
 // writeSnapshotSet writes the service's and the consensus module's
 // snapshot recordings. It touches only the archive (safe for concurrent
 // use) and its arguments, so it may run on another goroutine.
-func (n *Node) writeSnapshotSet(info SnapshotInfo, cm *frozenCM, write func(Publication, func() error) error) (svcRec, cmRec, bytes int64, err error) {
-	svcRec, b1, err := n.writeSnapshot(ServiceSnapshotStreamID, n.opts.SnapshotTermLength, func(pub Publication) error {
+func (n *Node) writeSnapshotSet(info SnapshotInfo, cm *frozenCM, write func(Publication, func() error) error) (svcRec, cmRec, bytes int64, arc time.Duration, err error) {
+	svcRec, b1, a1, err := n.writeSnapshot(ServiceSnapshotStreamID, n.opts.SnapshotTermLength, func(pub Publication) error {
 		if err := writeServiceSessions(pub, nil, info, cm.sessions); err != nil {
 			return err
 		}
@@ -123,32 +144,39 @@ func (n *Node) writeSnapshotSet(info SnapshotInfo, cm *frozenCM, write func(Publ
 		return write(pub, func() error { runtime.Gosched(); return nil })
 	})
 	if err != nil {
-		return svcRec, -1, 0, err
+		return svcRec, -1, 0, a1, err
 	}
-	cmRec, b2, err := n.writeSnapshot(ConsensusModuleSnapshotStreamID, logbuf.MinTermLength, func(pub Publication) error {
+	cmRec, b2, a2, err := n.writeSnapshot(ConsensusModuleSnapshotStreamID, logbuf.MinTermLength, func(pub Publication) error {
 		return writeCMSnapshot(pub, nil, info, cm)
 	})
-	return svcRec, cmRec, b1 + b2, err
+	return svcRec, cmRec, b1 + b2, a1 + a2, err
 }
 
-func (n *Node) writeSnapshot(stream int32, termLength int, body func(Publication) error) (int64, int64, error) {
+// writeSnapshot writes one snapshot recording and returns its id, length
+// and the time spent in the archive (starting, writing, syncing and
+// stopping the recording).
+func (n *Node) writeSnapshot(stream int32, termLength int, body func(Publication) error) (int64, int64, time.Duration, error) {
 	log, err := logbuf.New(termLength, n.opts.MTU, 0, stream, stream)
 	if err != nil {
-		return -1, 0, err
+		return -1, 0, 0, err
 	}
+	t0 := time.Now()
 	rec, err := n.arc.StartRecording(log, SnapshotChannel)
 	if err != nil {
-		return -1, 0, err
+		return -1, 0, 0, err
 	}
-	sp := &snapPub{log: log, pub: log.Publication(), rec: rec}
+	rec.syncEach = n.psvc != nil // pauseless: spread the syncs (see syncEach)
+	sp := &snapPub{log: log, pub: log.Publication(), rec: rec, archive: time.Since(t0)}
 	sp.c.Pub = sp.pub
 	err = body(sp)
+	t1 := time.Now()
 	if err == nil {
 		err = rec.stop(sp.pub.Position())
 	} else {
 		rec.abandon()
 	}
-	return rec.ID(), rec.Position(), err
+	sp.archive += time.Since(t1)
+	return rec.ID(), rec.Position(), sp.archive, err
 }
 
 // snapPub is a snapshot recording's publication: claims and offers that
@@ -159,10 +187,15 @@ type snapPub struct {
 	pub *logbuf.ExclusivePublication
 	c   snapshot.PublicationClaimer
 	rec *nodeRecording
+	// archive is the time spent recording (writing and syncing blocks).
+	archive time.Duration
 }
 
 func (s *snapPub) flush() error {
-	if err := s.rec.record(s.pub.Position(), false); err != nil {
+	t0 := time.Now()
+	err := s.rec.record(s.pub.Position(), false)
+	s.archive += time.Since(t0)
+	if err != nil {
 		return err
 	}
 	s.pub.SetPositionLimit(s.rec.Position() + int64(s.log.TermWindowLength()))

@@ -11,7 +11,8 @@ import (
 
 const benchUsage = "usage: matchlog bench engine [--json] [--orders N] [--runs K]\n" +
 	"       matchlog bench snapshot [--json] [--orders N] [--workers K] [--takes T] [--mtu M]\n" +
-	"       matchlog bench archive [--json] [--bytes B] [--runs K] [--dir D]\n"
+	"       matchlog bench archive [--json] [--bytes B] [--runs K] [--dir D]\n" +
+	"       matchlog bench cluster [--json] [--orders N] [--sync L] [--block B] [--mode pauseless|stw|both] [--rate R]\n"
 
 // runBench runs `matchlog bench engine` ([bench.EngineReport]),
 // `matchlog bench snapshot` ([bench.SnapshotReport]) or `matchlog bench
@@ -25,6 +26,8 @@ func runBench(args []string) error {
 			return benchSnapshot(args[1:])
 		case "archive":
 			return benchArchive(args[1:])
+		case "cluster":
+			return benchCluster(args[1:])
 		case "-h", "-help", "--help":
 			fmt.Fprint(os.Stdout, benchUsage)
 			return flag.ErrHelp
