@@ -4,14 +4,13 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/matchlog/matchlog/engine"
+	"github.com/matchlog/matchlog/internal/measure"
 )
 
 // ReportOptions configure [EngineReport].
@@ -95,33 +94,11 @@ type Report struct {
 	Notes   []string          `json:"notes,omitempty"`
 }
 
-// LoadAvg reads the 1, 5 and 15-minute load averages from /proc/loadavg
-// (zeros where it is not available).
-func LoadAvg() [3]float64 {
-	var la [3]float64
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return la
-	}
-	f := strings.Fields(string(b))
-	for i := 0; i < 3 && i < len(f); i++ {
-		la[i], _ = strconv.ParseFloat(f[i], 64)
-	}
-	return la
-}
+// LoadAvg is [measure.LoadAvg].
+func LoadAvg() [3]float64 { return measure.LoadAvg() }
 
-// Median returns the median of xs (0 for none). It sorts a copy.
-func Median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
+// Median is [measure.Median].
+func Median(xs []float64) float64 { return measure.Median(xs) }
 
 // percentile returns the p-th percentile (0 < p < 1) of sorted ticks, in ns.
 func percentile(sorted []uint32, p float64) float64 {

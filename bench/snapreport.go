@@ -6,10 +6,10 @@ import (
 	"io"
 	"runtime"
 	"runtime/debug"
-	"slices"
 	"time"
 
 	"github.com/matchlog/matchlog/engine"
+	"github.com/matchlog/matchlog/internal/measure"
 	"github.com/matchlog/matchlog/snapshot"
 )
 
@@ -206,11 +206,11 @@ func SnapshotReport(o SnapOptions) (*SnapReport, error) {
 	perOrder := func(ms float64) float64 { return ms * 1e6 / float64(o.Orders) }
 	r.LinearNsPerOrder = perOrder(Median(linMs))
 	r.LinearTakeMsP50 = Median(linMs)
-	r.TakeMsP50, r.TakeMsP99 = Median(linMs), pct(linMs, 0.99)
+	r.TakeMsP50, r.TakeMsP99 = Median(linMs), measure.Quantile(linMs, 0.99)
 	if par != nil {
 		r.ParallelNsPerOrder = perOrder(Median(parMs))
 		r.Speedup = Median(ratios)
-		r.TakeMsP50, r.TakeMsP99 = Median(parMs), pct(parMs, 0.99)
+		r.TakeMsP50, r.TakeMsP99 = Median(parMs), measure.Quantile(parMs, 0.99)
 	}
 
 	debug.SetGCPercent(gcPercent)
@@ -261,17 +261,6 @@ func liveHeap() uint64 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return m.HeapAlloc
-}
-
-// pct is the p-th quantile of xs by the nearest-rank rule.
-func pct(xs []float64, p float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	i := int(float64(len(s))*p+0.999999) - 1
-	return s[min(max(i, 0), len(s)-1)]
 }
 
 func (r *SnapReport) targets() {
