@@ -8,13 +8,12 @@ import (
 	"os"
 	"runtime"
 	"slices"
-	"strconv"
-	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/matchlog/matchlog/cluster"
 	"github.com/matchlog/matchlog/engine"
+	"github.com/matchlog/matchlog/internal/measure"
 )
 
 // PauseOptions configure PauseReport: one node, one book, one snapshot.
@@ -115,22 +114,8 @@ func ModeName(m cluster.SnapshotMode) string {
 	return "pauseless"
 }
 
-// LoadAvg is the 1-minute load average (-1 when unknown).
-func LoadAvg() float64 {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return -1
-	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return -1
-	}
-	v, err := strconv.ParseFloat(f[0], 64)
-	if err != nil {
-		return -1
-	}
-	return v
-}
+// LoadAvg is the 1-minute load average (0 when unknown).
+func LoadAvg() float64 { return measure.LoadAvg()[0] }
 
 // bookGen generates the commands that grow a non-crossing book on 8
 // instruments (bids 5,001..10,000, asks 10,001..15,000), from source 1.
