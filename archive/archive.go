@@ -6,6 +6,7 @@ import (
 	"math/bits"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -195,7 +196,8 @@ type Archive struct {
 // position is computed from its last segment (a torn tail is cut off), a
 // missing empty following segment is created and short segment files are
 // restored to full length. Segment files an earlier run renamed to *.deleted
-// are scheduled for unlinking again (see [Archive.DeleteDetached]).
+// are scheduled for unlinking again (see [Archive.DeleteDetached]), and
+// segments a crash left prepared ahead of time (*.rec.prep) are removed.
 func Open(fsys vfs.FS, dir string, opts Options) (*Archive, error) {
 	if err := opts.resolve(); err != nil {
 		return nil, err
@@ -215,6 +217,11 @@ func Open(fsys vfs.FS, dir string, opts Options) (*Archive, error) {
 		return nil, err
 	}
 	if err := a.recover(); err != nil {
+		a.cat.Close()
+		a.closeMark()
+		return nil, err
+	}
+	if err := a.removePrepared(); err != nil {
 		a.cat.Close()
 		a.closeMark()
 		return nil, err
@@ -577,6 +584,23 @@ func (a *Archive) ageCutoff(id int64, beforeMs int64) (int64, error) {
 		cut += int64(sl)
 	}
 	return cut, nil
+}
+
+// removePrepared removes the segment files a crash left prepared ahead of
+// time (*.rec.prep, see [PreparedSuffix]): none of them was ever a segment.
+func (a *Archive) removePrepared() error {
+	names, err := a.fs.List(a.dir)
+	if err != nil {
+		return fmt.Errorf("archive: list %s: %w", a.dir, err)
+	}
+	for _, name := range names {
+		if strings.HasSuffix(name, PreparedSuffix) {
+			if err := a.fs.Remove(a.fs.Join(a.dir, name)); err != nil && !errors.Is(err, vfs.ErrNotExist) {
+				return fmt.Errorf("archive: remove %s: %w", name, err)
+			}
+		}
+	}
+	return nil
 }
 
 // recover settles the recordings a crash left active (stopPosition -1),

@@ -283,7 +283,7 @@ func TestCrashTornBlock(t *testing.T) {
 			var h *harness
 			clock := &testClock{ms: 1_700_000_000_000}
 			fs.hook = func(name string) {
-				if r == nil || !strings.HasSuffix(name, SegmentSuffix) || r.segOffset >= int64(r.segLen) || rng.IntN(3) != 0 {
+				if !strings.HasSuffix(name, SegmentSuffix) || r == nil || r.segOffset >= int64(r.segLen) || rng.IntN(3) != 0 {
 					return
 				}
 				crashed := mem.CrashClone(vfs.CrashCloneConfig{UnsyncedDataPercent: 100})

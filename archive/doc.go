@@ -33,8 +33,9 @@
 //
 // At file sync level 1 (2) every block is followed by File.Sync (SyncAll)
 // before the recorded position moves past it, and every segment file is
-// created, preallocated, synced and its directory synced before a block is
-// written into it; the catalog (sync level >= the file level) is synced on
+// created, preallocated, synced (ahead of time, under a temporary name),
+// renamed into place and its directory synced before a block is written
+// into it; the catalog (sync level >= the file level) is synced on
 // every change. So after a crash everything a Poll reported written is on
 // disk; what follows is at most one torn block, which Verify (with
 // Truncate) or the next Open cuts off. At level 0 nothing is synced and a

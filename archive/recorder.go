@@ -4,10 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"sync"
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/matchlog/matchlog/internal/logbuf"
 	"github.com/matchlog/matchlog/internal/vfs"
@@ -15,10 +13,12 @@ import (
 
 // Source is what a recording reads: an image of a log buffer and the log
 // itself. The log gives what Aeron's Image carries (term length, MTU,
-// initial term id, session and stream ids) and the term bytes the recorder
-// writes from; the image is the reader whose position the recorder
-// advances once a block is written (and synced), so a publisher that sets
-// its position limit from Image.Position never overwrites unrecorded bytes.
+// initial term id, session and stream ids) for the catalog descriptor; the
+// recorder reads the frames through the image alone, with Image.BlockPoll
+// (Aeron's blockPoll), which hands it each block and advances the image's
+// position past it once it is written (and synced), so a publisher that
+// sets its position limit from Image.Position never overwrites unrecorded
+// bytes.
 type Source struct {
 	Log   *logbuf.Log
 	Image *logbuf.Image // must read Log; its position is the join position
@@ -39,14 +39,26 @@ type Source struct {
 // image, byte for byte, into the recording's segment files, as Aeron's
 // RecordingSession and RecordingWriter do.
 //
-// Each Poll writes at most one block: the frames from the recorded position
-// up to FileIoMaxLength bytes, never across a term boundary; a padding frame
-// is a block of its own of which only the 32-byte header is written (its
-// body stays the preallocated zeros). After the write the file is synced
-// per FileSyncLevel, the sidecar index is told the block's timestamp, and
-// the image is advanced past the block. When a segment fills, the next one
-// is created at once, so a recording stopped exactly on a segment boundary
-// has an empty, full-length following segment, as Aeron's.
+// Each Poll is one Image.BlockPoll of at most FileIoMaxLength bytes, as
+// Aeron's RecordingSession: a block is the frames from the recorded
+// position, never across a term boundary; a padding frame is a block of its
+// own of which only the 32-byte header is written (its body stays the
+// preallocated zeros). The handler writes the block, syncs the file per
+// FileSyncLevel and tells the sidecar index the block's timestamp; then
+// BlockPoll advances the image past the block in one step. When a segment
+// fills, the next one is entered at once, so a recording stopped exactly on
+// a segment boundary has an empty, full-length following segment, as
+// Aeron's. The next segment is made ready ahead of time, off the duty
+// cycle: once the current segment is half full, a goroutine of the
+// recording creates the following one under a temporary name
+// (<id>-<base>.rec.prep, see [PreparedSuffix]), preallocates it and, at
+// file sync level >= 1, syncs it, and closes the finished segment; the
+// roll-over only renames the prepared file into place (and syncs the
+// directory at level >= 1). A prepared file is never a segment: Stop
+// removes it (before the stop position is written) and Open removes one a
+// crash left behind, so the stop-position recovery, Verify and the orphan
+// rules only ever see Aeron's segments. A failure of the preparation is
+// the recording's error from the next Poll on.
 //
 // While the recording is active its catalog stopPosition stays -1, as in
 // Aeron; the recorded position is kept in memory (Position,
@@ -56,19 +68,14 @@ type Source struct {
 // A failed write or sync is sticky: Poll and Record return it from then on,
 // and Stop settles the stop position from what the files hold.
 type Recording struct {
-	a     *Archive
-	id    int64
-	log   *logbuf.Log
-	img   *logbuf.Image
-	terms [logbuf.PartitionCount][]byte
-	now   func() int64
+	a   *Archive
+	id  int64
+	img *logbuf.Image
+	now func() int64
 
 	startPosition atomic.Int64
 	position      int64        // owned by the recording's goroutine
 	pos           atomic.Int64 // position, for other goroutines
-	termLength    int
-	termMask      int64
-	shift         uint8
 	segLen        int32
 	blockLimit    int
 
@@ -76,10 +83,11 @@ type Recording struct {
 	segBase   int64
 	segOffset int64
 
-	idxMu     sync.Mutex // guards idx against SegmentTimes
-	idx       *indexFile
-	advanceTo int64
-	advanceFn logbuf.ControlledFragmentHandler
+	idxMu   sync.Mutex // guards idx against SegmentTimes
+	idx     *indexFile
+	blockFn logbuf.BlockHandler
+	prep    *segmentPrep // the next segment, being prepared off the duty cycle
+	done    vfs.File     // the finished segment, closed by the next preparation
 
 	stopped bool
 	err     error
@@ -237,13 +245,9 @@ func (a *Archive) newRecording(id int64, src Source, start int64, segLen int32) 
 	r := &Recording{
 		a:          a,
 		id:         id,
-		log:        l,
 		img:        src.Image,
 		now:        src.Now,
 		position:   start,
-		termLength: l.TermLength(),
-		termMask:   int64(l.TermLength() - 1),
-		shift:      l.PositionBitsToShift(),
 		segLen:     segLen,
 		blockLimit: min(a.opts.FileIoMaxLength, l.TermLength()),
 	}
@@ -252,10 +256,7 @@ func (a *Archive) newRecording(id int64, src Source, start int64, segLen int32) 
 	if r.now == nil {
 		r.now = a.opts.Clock
 	}
-	for i := range r.terms {
-		r.terms[i] = l.Term(i)
-	}
-	r.advanceFn = r.advanceFrame
+	r.blockFn = r.onBlock
 	return r
 }
 
@@ -284,6 +285,9 @@ func (r *Recording) Poll() (int, error) {
 		return 0, ErrRecordingStopped
 	}
 	n, err := r.writeBlock()
+	if err == nil {
+		err = r.prepErr()
+	}
 	if err != nil {
 		r.err = fmt.Errorf("archive: recording %d at position %d: %w", r.id, r.position, err)
 		return 0, r.err
@@ -311,46 +315,57 @@ func (r *Recording) Record(limit int64) (int64, error) {
 	return r.position, nil
 }
 
-// writeBlock is Aeron's Image.blockPoll + RecordingWriter.onBlock.
+// writeBlock is Aeron's RecordingSession.record: one Image.BlockPoll of at
+// most blockLimit bytes, with onBlock (RecordingWriter.onBlock) as the
+// handler; BlockPoll advances the image past the block in one step once
+// the block is written (and synced), then a full segment is rolled over.
 func (r *Recording) writeBlock() (int, error) {
-	pos := r.position
-	term := r.terms[int(pos>>r.shift)%logbuf.PartitionCount]
-	termOffset := int(pos & r.termMask)
-	end := scanBlock(term, termOffset, min(termOffset+r.blockLimit, r.termLength))
-	length := end - termOffset
-	if length == 0 {
-		return 0, nil
-	}
-	dataLength := length
-	if binary.LittleEndian.Uint16(term[termOffset+logbuf.TypeFieldOffset:]) == logbuf.TypePad {
-		dataLength = FrameHeaderLength
-	}
-	if _, err := r.seg.WriteAt(term[termOffset:termOffset+dataLength], r.segOffset); err != nil {
-		return 0, fmt.Errorf("write %s: %w", r.seg.Name(), err)
-	}
-	if err := r.a.syncFile(r.seg); err != nil {
-		return 0, fmt.Errorf("sync %s: %w", r.seg.Name(), err)
-	}
-	r.segOffset += int64(length)
-	r.position = pos + int64(length)
-	now := r.now()
-	r.idxMu.Lock()
-	err := r.idx.note(r.segBase, r.position, now, false)
-	r.idxMu.Unlock()
-	if err != nil {
+	length, err := r.img.BlockPoll(r.blockFn, r.blockLimit)
+	if err != nil || length == 0 {
 		return 0, err
 	}
 	r.pos.Store(r.position)
-	r.advanceImage()
 	if r.segOffset >= int64(r.segLen) {
 		if err := r.rollOver(); err != nil {
 			return 0, err
 		}
+	} else if r.prep == nil && r.segOffset >= int64(r.segLen/2) {
+		r.startPrepare()
 	}
 	return length, nil
 }
 
-// rollOver closes the full segment and creates the next one at once.
+// onBlock is Aeron's RecordingWriter.onBlock: it writes the block (only the
+// 32-byte header of a padding frame, whose body stays the preallocated
+// zeros), syncs it per the file sync level and tells the sidecar index the
+// block's timestamp.
+func (r *Recording) onBlock(term []byte, offset, length int, position int64) error {
+	dataLength := length
+	if binary.LittleEndian.Uint16(term[offset+logbuf.TypeFieldOffset:]) == logbuf.TypePad {
+		dataLength = FrameHeaderLength
+	}
+	if _, err := r.seg.WriteAt(term[offset:offset+dataLength], r.segOffset); err != nil {
+		return fmt.Errorf("write %s: %w", r.seg.Name(), err)
+	}
+	if err := r.a.syncFile(r.seg); err != nil {
+		return fmt.Errorf("sync %s: %w", r.seg.Name(), err)
+	}
+	r.segOffset += int64(length)
+	r.position = position + int64(length)
+	now := r.now()
+	r.idxMu.Lock()
+	err := r.idx.note(r.segBase, r.position, now, false)
+	r.idxMu.Unlock()
+	return err
+}
+
+// rollOver enters the next segment: the preparer has already created and
+// preallocated it (and synced it at file sync level >= 1) under its
+// temporary name, so the duty cycle only renames it into place (and, at
+// file sync level >= 1, syncs the directory, so the data written into it
+// is reachable after a crash) and starts preparing the one after; the
+// finished segment is closed by the preparer. Every block of the finished
+// segment was already synced per the file sync level.
 func (r *Recording) rollOver() error {
 	r.idxMu.Lock()
 	err := r.idx.flush()
@@ -363,63 +378,133 @@ func (r *Recording) rollOver() error {
 			return fmt.Errorf("sync index: %w", err)
 		}
 	}
-	err = r.seg.Close()
-	r.seg = nil
-	if err != nil {
-		return fmt.Errorf("close segment: %w", err)
+	if r.prep == nil {
+		r.startPrepare() // a block longer than half a segment
 	}
-	r.segBase += int64(r.segLen)
-	r.segOffset = 0
-	name := r.a.fs.Join(r.a.dir, SegmentFileName(r.id, r.segBase))
-	if _, err := r.a.fs.Stat(name); err == nil {
+	p := r.prep
+	r.prep = nil
+	<-p.done
+	if p.err != nil {
+		return p.err
+	}
+	a := r.a
+	name := a.fs.Join(a.dir, SegmentFileName(r.id, p.base))
+	if _, err := a.fs.Stat(name); err == nil {
+		closeFile(p.f)
 		return fmt.Errorf("segment file already exists: %s", name)
 	}
-	f, err := r.a.createSegment(r.id, r.segBase, r.segLen)
-	if err != nil {
-		return err
+	if err := a.fs.Rename(a.fs.Join(a.dir, p.name), name); err != nil {
+		closeFile(p.f)
+		return fmt.Errorf("rename prepared segment: %w", err)
 	}
-	r.seg = f
+	if a.opts.FileSyncLevel > 0 {
+		if err := a.fs.SyncDir(a.dir); err != nil {
+			closeFile(p.f)
+			return fmt.Errorf("sync %s: %w", a.dir, err)
+		}
+	}
+	r.done = r.seg
+	r.seg, r.segBase, r.segOffset = renamedFile{p.f, name}, p.base, 0
 	return nil
 }
 
-// advanceImage moves the image past the block just written. Padding the
-// image meets is skipped by it, so it may end up past a padding frame the
-// recorder writes next; it never passes a data frame not yet written.
-func (r *Recording) advanceImage() {
-	r.advanceTo = r.position
-	r.img.ControlledPoll(r.advanceFn, math.MaxInt32)
+// PreparedSuffix ends the name of a segment file the recorder prepares
+// ahead of time: <recordingId>-<segmentBasePosition>.rec.prep. Such a file
+// is renamed to its segment name when the recording enters it; it is never
+// a segment of the catalog (Aeron's tools and Verify ignore it), so a crash
+// or Stop leaves no segment beyond the stop position other than Aeron's
+// empty following segment. Open and Stop remove leftovers.
+const PreparedSuffix = SegmentSuffix + ".prep"
+
+// segmentPrep is one background preparation of the next segment.
+type segmentPrep struct {
+	done chan struct{}
+	base int64
+	name string // the temporary name, relative to the archive directory
+	f    vfs.File
+	err  error
 }
 
-func (r *Recording) advanceFrame(_ []byte, _, _ int, hdr logbuf.Header) logbuf.Action {
-	if hdr.Position() > r.advanceTo {
-		return logbuf.Abort
-	}
-	return logbuf.Continue
+// startPrepare starts preparing the segment after the current one on a
+// goroutine of its own: create it under its temporary name (replacing a
+// leftover), preallocate it to full length and, at file sync level >= 1,
+// sync it. It closes the finished segment first. The recorder starts it
+// once the current segment is half full, so a short recording (a
+// snapshot's) prepares nothing, and the second half of a segment leaves
+// the preparation ample time.
+func (r *Recording) startPrepare() {
+	a := r.a
+	old := r.done
+	r.done = nil
+	p := &segmentPrep{done: make(chan struct{}), base: r.segBase + int64(r.segLen)}
+	p.name = SegmentFileName(r.id, p.base) + ".prep"
+	r.prep = p
+	go func() {
+		defer close(p.done)
+		if err := closeFile(old); err != nil {
+			p.err = err
+			return
+		}
+		path := a.fs.Join(a.dir, p.name)
+		if err := a.fs.Remove(path); err != nil && !errors.Is(err, vfs.ErrNotExist) {
+			p.err = fmt.Errorf("archive: remove %s: %w", p.name, err)
+			return
+		}
+		f, err := a.fs.Create(path)
+		if err != nil {
+			p.err = fmt.Errorf("archive: prepare segment: %w", err)
+			return
+		}
+		if err := a.prepareSegment(f, r.segLen); err != nil {
+			f.Close()
+			p.err = err
+			return
+		}
+		p.f = f
+	}()
 }
 
-// scanBlock is Aeron's TermBlockScanner.scan: the end offset of the block
-// of whole committed frames from offset, at most limit; a padding frame is
-// a block of its own.
-func scanBlock(term []byte, offset, limit int) int {
-	start := offset
-	for offset < limit {
-		frameLength := int(atomic.LoadInt32((*int32)(unsafe.Pointer(&term[offset]))))
-		if frameLength <= 0 {
-			break
-		}
-		aligned := (frameLength + FrameAlignment - 1) &^ (FrameAlignment - 1)
-		if binary.LittleEndian.Uint16(term[offset+logbuf.TypeFieldOffset:]) == logbuf.TypePad {
-			if offset == start {
-				offset += aligned
-			}
-			break
-		}
-		if offset+aligned > limit {
-			break
-		}
-		offset += aligned
+// renamedFile is a prepared segment file after its rename: Name gives the
+// segment's name.
+type renamedFile struct {
+	vfs.File
+	name string
+}
+
+func (f renamedFile) Name() string { return f.name }
+
+// prepErr is the error of a finished background preparation, without
+// waiting for one in progress.
+func (r *Recording) prepErr() error {
+	p := r.prep
+	if p == nil {
+		return nil
 	}
-	return offset
+	select {
+	case <-p.done:
+		return p.err
+	default:
+		return nil
+	}
+}
+
+// discardPrepared waits for the preparation in progress, closes and removes
+// its file, and returns its error.
+func (r *Recording) discardPrepared() error {
+	p := r.prep
+	if p == nil {
+		return nil
+	}
+	r.prep = nil
+	<-p.done
+	if p.err != nil {
+		return p.err
+	}
+	err := closeFile(p.f)
+	if rerr := r.a.fs.Remove(r.a.fs.Join(r.a.dir, p.name)); rerr != nil && !errors.Is(rerr, vfs.ErrNotExist) {
+		err = errors.Join(err, fmt.Errorf("archive: remove %s: %w", p.name, rerr))
+	}
+	return err
 }
 
 // Stop ends the recording: the sidecar index gets its final record, the
@@ -439,6 +524,10 @@ func (r *Recording) Stop() error {
 	r.idxMu.Lock()
 	defer r.idxMu.Unlock()
 	delete(a.recordings, r.id)
+	if perr := errors.Join(r.discardPrepared(), closeFile(r.done)); perr != nil && r.err == nil {
+		r.err = fmt.Errorf("archive: recording %d: %w", r.id, perr)
+	}
+	r.done = nil
 	if r.err != nil {
 		cerr := errors.Join(closeFile(r.seg), r.idx.close())
 		r.seg = nil

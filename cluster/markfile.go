@@ -3,6 +3,8 @@ package cluster
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 
 	"github.com/matchlog/matchlog/internal/vfs"
@@ -80,6 +82,42 @@ func writeMarkFile(fsys vfs.FS, dir string, nowMs int64, clusterDir string) (vfs
 		return nil, err
 	}
 	return f, nil
+}
+
+// checkMarkFile refuses a cluster directory whose cluster-mark.dat shows a
+// running node: ready (version written), activity timestamp not -1 and
+// within timeoutMs of nowMs (wall-clock epoch ms), as Aeron's
+// ClusterMarkFile refuses an active mark file. A missing or short file is
+// no node.
+func checkMarkFile(fsys vfs.FS, dir string, nowMs, timeoutMs int64) error {
+	path := fsys.Join(dir, MarkFileName)
+	f, err := fsys.Open(path)
+	if errors.Is(err, vfs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("cluster: mark file: %w", err)
+	}
+	defer f.Close()
+	var b [40]byte
+	if n, err := f.ReadAt(b[:], 0); n < len(b) {
+		if err == nil || errors.Is(err, io.EOF) {
+			return nil // torn at creation: rewritten by writeMarkFile
+		}
+		return fmt.Errorf("cluster: mark file: %w", err)
+	}
+	le := binary.LittleEndian
+	version := le.Uint32(b[8:])
+	activity := int64(le.Uint64(b[16:]))
+	pid := int64(le.Uint64(b[32:]))
+	if version == 0 || activity <= 0 {
+		return nil
+	}
+	if age := nowMs - activity; age <= timeoutMs {
+		return fmt.Errorf("%w: %s shows activity %d ms ago (pid %d, timeout %d ms); stop that node first, or wait for the timeout if it crashed",
+			ErrNodeRunning, path, age, pid, timeoutMs)
+	}
+	return nil
 }
 
 // stampMarkFile writes the activity timestamp (-1 after a clean stop).

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -88,7 +89,26 @@ type Options struct {
 	// MaxBatch bounds the ingress messages sequenced per DoWork
 	// (default 1024).
 	MaxBatch int
+	// EpochClock returns the wall-clock time in epoch ms for the activity
+	// timestamp of cluster-mark.dat, as Aeron's epoch clock
+	// (time.Now().UnixMilli if nil). Mark-file liveness is real time even
+	// when Clock is a test clock; the log's timestamps stay on Clock.
+	EpochClock func() int64
+	// MarkFileTimeout: Open refuses a node directory whose
+	// cluster-mark.dat shows a node active within this of EpochClock
+	// (default DefaultMarkFileTimeout). A running node refreshes its
+	// activity timestamp about once a second (MarkFileUpdateInterval).
+	MarkFileTimeout time.Duration
 }
+
+// DefaultMarkFileTimeout is how recent the activity timestamp of another
+// node's cluster-mark.dat must be for Open to take that node as running
+// (as the archive's DefaultMarkTimeout).
+const DefaultMarkFileTimeout = 10 * time.Second
+
+// MarkFileUpdateInterval is how often a running node refreshes the
+// activity timestamp of cluster-mark.dat from its duty cycle.
+const MarkFileUpdateInterval = time.Second
 
 // Stats count what the node did.
 type Stats struct {
@@ -122,8 +142,11 @@ type Stats struct {
 
 // Errors.
 var (
-	ErrClosed  = errors.New("cluster: node closed")
-	ErrTooLong = errors.New("cluster: message longer than one frame")
+	ErrClosed = errors.New("cluster: node closed")
+	// ErrNodeRunning: Open found cluster-mark.dat of a node that is
+	// still running (activity within Options.MarkFileTimeout).
+	ErrNodeRunning = errors.New("cluster: a node is running on this directory")
+	ErrTooLong     = errors.New("cluster: message longer than one frame")
 )
 
 type ingressKind uint8
@@ -179,6 +202,7 @@ type Node struct {
 	svc     Service
 	psvc    PauselessService
 	mark    vfs.File
+	markMs  int64 // the activity timestamp last written to mark (epoch ms)
 	rlog    *recordinglog.Log
 	arc     *nodeArchive
 	log     *logbuf.Log
@@ -239,6 +263,12 @@ func (o *Options) defaults() {
 	if o.MaxBatch <= 0 {
 		o.MaxBatch = 1024
 	}
+	if o.EpochClock == nil {
+		o.EpochClock = func() int64 { return time.Now().UnixMilli() }
+	}
+	if o.MarkFileTimeout <= 0 {
+		o.MarkFileTimeout = DefaultMarkFileTimeout
+	}
 	if o.SnapshotTermLength == 0 {
 		o.SnapshotTermLength = o.TermLength
 		if o.SnapshotMode == Pauseless {
@@ -272,6 +302,9 @@ func Open(opts Options) (*Node, error) {
 	n.cdir = n.fs.Join(opts.Dir, ClusterDirName)
 	n.adir = n.fs.Join(opts.Dir, ArchiveDirName)
 	if err := n.open(); err != nil {
+		if n.mark != nil {
+			stampMarkFile(n.mark, -1) // this node does not run after all
+		}
 		n.closeFiles(true)
 		return nil, err
 	}
@@ -440,6 +473,13 @@ func (n *Node) fail(err error) {
 }
 
 func (n *Node) doWork() (int, error) {
+	if now := n.opts.EpochClock(); now-n.markMs >= MarkFileUpdateInterval.Milliseconds() || now < n.markMs {
+		// One positional write, no sync: liveness, not durability.
+		if err := stampMarkFile(n.mark, now); err != nil {
+			return 0, fmt.Errorf("cluster: mark file: %w", err)
+		}
+		n.markMs = now
+	}
 	before := n.stats.Snapshots + n.stats.Released + n.rec.blocks
 	if err := n.pollSnapshot(false); err != nil {
 		return 0, err
@@ -693,9 +733,11 @@ func (n *Node) Close() error {
 		if err == nil {
 			err = n.svc.OnTerminate(n.handle())
 		}
-		if err == nil {
-			err = stampMarkFile(n.mark, -1)
-		}
+	}
+	if n.mark != nil {
+		// The node no longer runs, even after a failure: the next Open
+		// must not take it as live.
+		err = errors.Join(err, stampMarkFile(n.mark, -1))
 	}
 	n.mu.Lock()
 	n.closed = true

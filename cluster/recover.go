@@ -45,7 +45,11 @@ func (n *Node) open() error {
 		}
 	}
 	var err error
-	if n.mark, err = writeMarkFile(fsys, n.cdir, n.nowMs(), n.cdir); err != nil {
+	if err := checkMarkFile(fsys, n.cdir, n.opts.EpochClock(), n.opts.MarkFileTimeout.Milliseconds()); err != nil {
+		return err
+	}
+	n.markMs = n.opts.EpochClock()
+	if n.mark, err = writeMarkFile(fsys, n.cdir, n.markMs, n.cdir); err != nil {
 		return fmt.Errorf("cluster: mark file: %w", err)
 	}
 	n.arc, err = openArchive(fsys, n.adir, n.opts, n.nowMs)

@@ -3,7 +3,9 @@ package enginesvc_test
 import (
 	"errors"
 	"runtime"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/matchlog/matchlog/cluster"
 	"github.com/matchlog/matchlog/cluster/enginesvc"
@@ -75,6 +77,9 @@ func newHarness(t testing.TB, fsys vfs.FS, mode cluster.SnapshotMode, syncLevel 
 	return h
 }
 
+// restarts skews the epoch clock of each node a harness opens.
+var restarts atomic.Int64
+
 func (h *harness) open() error {
 	h.svc = enginesvc.New(h.svcOpts)
 	o := h.opts
@@ -82,6 +87,11 @@ func (h *harness) open() error {
 	if h.wrap != nil {
 		o.Service = h.wrap(h.svc)
 	}
+	// Every open is a restart well after the previous node's last
+	// activity, as after a crash the timeout has passed: the crash clones
+	// hold a live cluster-mark.dat.
+	skew := restarts.Add(int64(2 * cluster.DefaultMarkFileTimeout / time.Millisecond))
+	o.EpochClock = func() int64 { return time.Now().UnixMilli() + skew }
 	n, err := cluster.Open(o)
 	if err != nil {
 		return err
