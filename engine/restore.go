@@ -17,7 +17,8 @@ var ErrNotEnded = fmt.Errorf("%w: record stream did not end", ErrRestore)
 // End record, and the End record's hash must equal the hash of what
 // arrived. The engine is built aside and installed only when End checks
 // out, so a failed or unfinished restore leaves the engine empty, never
-// partial. After the first error every call returns it.
+// partial; a record after End fails the stream too and empties the engine
+// again. After the first error every call returns it.
 //
 // Orders and triggers must come in stream order (what [Engine.SnapshotTo]
 // emits); anything else is refused. That order is also the fast path: each
@@ -81,8 +82,20 @@ func (r *Restorer) fail(format string, args ...any) error {
 	if r.err == nil {
 		r.err = fmt.Errorf("%w: "+format, append([]any{ErrRestore}, args...)...)
 		r.st = nil
+		if r.phase == phaseDone {
+			r.uninstall()
+		}
 	}
 	return r.err
+}
+
+// uninstall empties the engine again: a record after End makes the whole
+// stream invalid, and an invalid stream must leave the engine as it was
+// before the restore (empty, which Restorer requires).
+func (r *Restorer) uninstall() {
+	empty, e := New(), r.e
+	e.books, e.byID, e.index, e.hwm, e.nextSeq = empty.books, empty.byID, empty.index, empty.hwm, empty.nextSeq
+	e.accts, e.acctNo = empty.accts, empty.acctNo
 }
 
 // advance moves to phase p, refusing to go back.
