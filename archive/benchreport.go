@@ -6,13 +6,12 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/matchlog/matchlog/internal/logbuf"
+	"github.com/matchlog/matchlog/internal/measure"
 	"github.com/matchlog/matchlog/internal/vfs"
 )
 
@@ -182,36 +181,12 @@ func sizeName(n int) string {
 	return strconv.Itoa(n>>10) + " KiB"
 }
 
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := slices.Clone(v)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
+func median(v []float64) float64 { return measure.Median(v) }
 
-// LoadAvg reads the 1, 5 and 15 minute load averages from /proc/loadavg,
-// or returns nil.
+// LoadAvg reads the 1, 5 and 15 minute load averages ([measure.LoadAvg]).
 func LoadAvg() []float64 {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return nil
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return nil
-	}
-	out := make([]float64, 3)
-	for i := range out {
-		if out[i], err = strconv.ParseFloat(f[i], 64); err != nil {
-			return nil
-		}
-	}
-	return out
+	la := measure.LoadAvg()
+	return la[:]
 }
 
 func numCPU() int { return runtime.NumCPU() }
