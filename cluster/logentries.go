@@ -39,11 +39,11 @@ func (n *Node) encodeOpen(it *ingress, ts int64) []byte {
 	return n.scratch[:acs.MessageHeaderEncodedLength+e.EncodedLength()]
 }
 
-func (n *Node) encodeClose(sessionID, ts int64) []byte {
+func (n *Node) encodeClose(sessionID, ts int64, reason CloseReason) []byte {
 	var e acs.SessionCloseEventEncoder
 	b := n.scratch[:acs.MessageHeaderEncodedLength+acs.SessionCloseEventBlockLength]
 	_ = e.WrapAndApplyHeader(b, 0)
-	e.LeadershipTermId(n.termID).ClusterSessionId(sessionID).Timestamp(ts).CloseReason(acs.CloseReasonCLIENTACTION)
+	e.LeadershipTermId(n.termID).ClusterSessionId(sessionID).Timestamp(ts).CloseReason(reason)
 	return b
 }
 

@@ -163,6 +163,7 @@ type ingress struct {
 	channel string
 	stream  int32
 	data    []byte
+	reason  CloseReason
 }
 
 type egressMsg struct {
@@ -392,14 +393,22 @@ func (n *Node) Offer(sessionID int64, msg []byte) error {
 	return nil
 }
 
-// CloseSession queues the close of a session.
+// CloseSession queues the close of a session at the client's request
+// (CloseReason CLIENT_ACTION).
 func (n *Node) CloseSession(sessionID int64) error {
+	return n.CloseSessionReason(sessionID, acs.CloseReasonCLIENTACTION)
+}
+
+// CloseSessionReason queues the close of a session for a reason (TIMEOUT
+// when its keepalives stopped, SERVICE_ACTION when the server closed it
+// for a protocol error); the SessionCloseEvent in the log carries it.
+func (n *Node) CloseSessionReason(sessionID int64, reason CloseReason) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.closed {
 		return ErrClosed
 	}
-	n.in = append(n.in, ingress{kind: inClose, session: sessionID})
+	n.in = append(n.in, ingress{kind: inClose, session: sessionID, reason: reason})
 	return nil
 }
 
@@ -594,7 +603,7 @@ func (n *Node) sequence() (int, error) {
 			}
 		case inClose:
 			if n.cm.sessions[it.session] != nil || n.pendingOpenLocked(it.session) {
-				ok, err = n.offerLog(n.encodeClose(it.session, now))
+				ok, err = n.offerLog(n.encodeClose(it.session, now, it.reason))
 			}
 		}
 		if err != nil {
@@ -768,3 +777,10 @@ func (n *Node) closeFiles(abandon bool) error {
 	}
 	return err
 }
+
+// OpenSessions returns the ids of the sessions open in the log (in id
+// order), as restored by Open from the snapshot and the replayed log.
+// A server calls it after Open to close the sessions whose clients it
+// no longer has (Aeron closes them by timeout). Call it from the
+// goroutine that runs DoWork.
+func (n *Node) OpenSessions() []int64 { return n.cm.sessionIDs() }
