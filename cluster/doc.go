@@ -64,6 +64,7 @@
 //
 //	D/cluster/recording.log      TERM per leadership term, SNAPSHOT per snapshot recording
 //	D/cluster/cluster-mark.dat   Aeron's ClusterMarkFile of a consensus module
+//	D/cluster/node-state.dat     Aeron's NodeStateFile: the highest leadership term started
 //	                             (activity refreshed about once a second in
 //	                             wall-clock ms, Options.EpochClock; Open
 //	                             refuses a directory whose node is live,

@@ -194,6 +194,11 @@ func (n *Node) startTerm(plan *recordinglog.RecoveryPlan) error {
 	} else if len(plan.Snapshots) > 0 {
 		n.termID = plan.LastLeadershipTermID + 1
 	}
+	// node-state.dat: never start a term a crashed start had already
+	// begun.
+	if n.termID, err = proposeCandidateTerm(n.fs, n.cdir, n.termID, start, n.opts.EpochClock(), n.opts.FileSyncLevel); err != nil {
+		return err
+	}
 	// The log keeps the MTU it was recorded with.
 	n.opts.MTU = mtu
 	n.scratch = make([]byte, mtu)

@@ -654,8 +654,11 @@ type nodeDescription struct {
 	Mark       *clusterMark `json:"markFile"`
 	Live       bool         `json:"live"`
 	LiveReason string       `json:"liveReason,omitempty"`
-	Log        *nodeLog     `json:"log,omitempty"`
-	Snapshot   *nodeSnap    `json:"latestSnapshot,omitempty"`
+	// NodeState is node-state.dat (candidateTermId, timestamp,
+	// logPosition), nil if missing or unreadable (then a problem).
+	NodeState *cluster.NodeState `json:"nodeState,omitempty"`
+	Log       *nodeLog           `json:"log,omitempty"`
+	Snapshot  *nodeSnap          `json:"latestSnapshot,omitempty"`
 	// Problems are what could not be read (describe still exits 0 for
 	// them; recovery-plan and a start report them as errors).
 	Problems []string `json:"problems,omitempty"`
@@ -684,6 +687,11 @@ func describeNode(d string, mark *clusterMark, l *recordinglog.Log, entries []re
 	n := &nodeDescription{Mark: mark}
 	n.Live, n.LiveReason = nodeLiveness(d, mark, now)
 	problem := func(format string, args ...any) { n.Problems = append(n.Problems, fmt.Sprintf(format, args...)) }
+	if st, err := cluster.ReadNodeState(vfs.Default, filepath.Join(d, "cluster")); err == nil {
+		n.NodeState = &st
+	} else {
+		problem("node state: %v", err)
+	}
 	for _, e := range entries {
 		if e.Type != recordinglog.TypeTerm {
 			continue
@@ -752,6 +760,9 @@ func describeNodeText(w io.Writer, n *nodeDescription) error {
 		state = "not stopped cleanly (crashed?), not live"
 	}
 	fmt.Fprintf(&b, "  mark file: pid=%d startTimestamp=%d activityTimestamp=%d: %s\n", m.PID, m.StartTimestamp, m.ActivityTimestamp, state)
+	if ns := n.NodeState; ns != nil {
+		fmt.Fprintf(&b, "  node state: candidateTermId=%d timestamp=%d logPosition=%d\n", ns.CandidateTermID, ns.Timestamp, ns.LogPosition)
+	}
 	if lg := n.Log; lg != nil {
 		fmt.Fprintf(&b, "  log: recording %d startPosition=%d stopPosition=%d, %d term(s), last leadershipTermId=%d\n",
 			lg.RecordingID, lg.StartPosition, lg.StopPosition, lg.Terms, lg.LastLeadershipTermID)
