@@ -64,11 +64,11 @@
 //
 //	D/cluster/recording.log      TERM per leadership term, SNAPSHOT per snapshot recording
 //	D/cluster/cluster-mark.dat   Aeron's ClusterMarkFile of a consensus module
-//	D/cluster/node-state.dat     Aeron's NodeStateFile: the highest leadership term started
 //	                             (activity refreshed about once a second in
 //	                             wall-clock ms, Options.EpochClock; Open
 //	                             refuses a directory whose node is live,
 //	                             ErrNodeRunning; -1 after Close)
+//	D/cluster/node-state.dat     Aeron's NodeStateFile: the highest leadership term started
 //	D/archive/archive.catalog    one descriptor per recording (log, snapshots)
 //	D/archive/archive-mark.dat   Aeron's ArchiveMarkFile
 //	D/archive/<id>-<base>.rec    segment files
