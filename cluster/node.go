@@ -76,6 +76,13 @@ type Options struct {
 	// syncs. Default 1 MiB when pauseless, TermLength when stopping the
 	// world.
 	SnapshotTermLength int
+	// SnapshotYieldEvery: a pauseless snapshot's encoder yields its
+	// processor (runtime.Gosched) every this many claims (batches of one
+	// MTU), so that the duty cycle, back from a blocking file sync, does
+	// not wait for the scheduler's 10 ms preemption to get a processor
+	// while the encoder holds one and other goroutines hold the rest.
+	// Default DefaultSnapshotYieldEvery; negative: never.
+	SnapshotYieldEvery int
 	// SnapshotMode (default Pauseless), SnapshotEveryBytes of log and
 	// SnapshotEvery of cluster time (0: off).
 	SnapshotMode       SnapshotMode
@@ -100,6 +107,9 @@ type Options struct {
 	// activity timestamp about once a second (MarkFileUpdateInterval).
 	MarkFileTimeout time.Duration
 }
+
+// DefaultSnapshotYieldEvery is Options.SnapshotYieldEvery's default.
+const DefaultSnapshotYieldEvery = 16
 
 // DefaultMarkFileTimeout is how recent the activity timestamp of another
 // node's cluster-mark.dat must be for Open to take that node as running
@@ -260,6 +270,9 @@ func (o *Options) defaults() {
 	}
 	if o.MTU == 0 {
 		o.MTU = logbuf.DefaultMTU
+	}
+	if o.SnapshotYieldEvery == 0 {
+		o.SnapshotYieldEvery = DefaultSnapshotYieldEvery
 	}
 	if o.MaxBatch <= 0 {
 		o.MaxBatch = 1024

@@ -167,6 +167,9 @@ func (n *Node) writeSnapshot(stream int32, termLength int, body func(Publication
 	}
 	rec.syncEach = n.psvc != nil // pauseless: spread the syncs (see syncEach)
 	sp := &snapPub{log: log, pub: log.Publication(), rec: rec, archive: time.Since(t0)}
+	if n.psvc != nil && n.opts.SnapshotYieldEvery > 0 {
+		sp.yieldEvery = n.opts.SnapshotYieldEvery
+	}
 	sp.c.Pub = sp.pub
 	err = body(sp)
 	t1 := time.Now()
@@ -189,6 +192,9 @@ type snapPub struct {
 	rec *nodeRecording
 	// archive is the time spent recording (writing and syncing blocks).
 	archive time.Duration
+	// yieldEvery > 0: runtime.Gosched every yieldEvery claims (pauseless;
+	// Options.SnapshotYieldEvery).
+	yieldEvery, claims int
 }
 
 func (s *snapPub) flush() error {
@@ -204,6 +210,12 @@ func (s *snapPub) flush() error {
 
 // TryClaim implements Publication.
 func (s *snapPub) TryClaim(length int) ([]byte, int64, error) {
+	if s.yieldEvery > 0 {
+		if s.claims++; s.claims >= s.yieldEvery {
+			s.claims = 0
+			runtime.Gosched()
+		}
+	}
 	for {
 		b, pos, err := s.c.TryClaim(length)
 		if err != nil || pos != logbuf.BackPressured {

@@ -6,14 +6,18 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/matchlog/matchlog/cluster"
 	"github.com/matchlog/matchlog/engine"
 	"github.com/matchlog/matchlog/internal/measure"
+	"github.com/matchlog/matchlog/internal/vfs"
 )
 
 // PauseOptions configure PauseReport: one node, one book, one snapshot.
@@ -48,6 +52,15 @@ type PauseOptions struct {
 	Progress io.Writer
 	// Seed of the book (default 1).
 	Seed uint64
+	// SnapshotDir is a diagnosis switch: when set, the snapshot
+	// recordings' segment files go under this directory (vfs.Route and
+	// vfs.Rebase; on another device, e.g. a tmpfs at /dev/shm) while the
+	// log stays in Dir, taking the snapshot's writes and syncs off the
+	// log's device. The result is marked.
+	SnapshotDir string
+	// YieldEvery is the node's Options.SnapshotYieldEvery (0: its
+	// default; negative: never yield).
+	YieldEvery int
 	// Trace, if set, receives the delay of every command of the snapshot
 	// window, one line each: ms since the snapshot request of its scheduled
 	// time, its delay in ms (and markers for the snapshot's completion).
@@ -92,6 +105,11 @@ type PauseResult struct {
 	// durable up to the snapshot's position (sync level 0 only).
 	LogSyncMs     float64 `json:"log_sync_ms"`
 	SnapshotBytes int64   `json:"snapshot_bytes"`
+	// SnapshotDir: where the snapshot segments were (diagnosis), if not
+	// beside the log.
+	SnapshotDir string `json:"snapshot_dir,omitempty"`
+	// YieldEvery: the encoder's yield interval in claims (-1: never).
+	YieldEvery int `json:"yield_every"`
 	// TargetMs is the issue's bound: the no-snapshot p99 + 1 ms
 	// (pauseless), take + archive write + 50 ms (stop the world).
 	TargetMs   float64 `json:"target_ms"`
@@ -104,6 +122,18 @@ type PauseResult struct {
 	NumCPU     int     `json:"num_cpu"`
 	GOGC       string  `json:"gogc,omitempty"`
 	GOMEMLIMIT string  `json:"gomemlimit,omitempty"`
+}
+
+// snapshotSegment matches the segment files of recordings other than
+// the log's (recording 0 in a new node directory).
+func snapshotSegment(name string) bool {
+	base := filepath.Base(name)
+	i := strings.IndexByte(base, '-')
+	if i <= 0 || !strings.Contains(base[i:], ".rec") {
+		return false
+	}
+	id, err := strconv.ParseInt(base[:i], 10, 64)
+	return err == nil && id > 0
 }
 
 // ModeName is "pauseless" or "stw".
@@ -206,10 +236,23 @@ func PauseReport(o PauseOptions) (*PauseResult, error) {
 		counting bool
 	)
 	svc := New(Options{Workers: o.Workers})
+	var fsys vfs.FS = vfs.Default
+	res.YieldEvery = o.YieldEvery
+	if res.YieldEvery == 0 {
+		res.YieldEvery = cluster.DefaultSnapshotYieldEvery
+	} else if res.YieldEvery < 0 {
+		res.YieldEvery = -1
+	}
+	if o.SnapshotDir != "" {
+		res.SnapshotDir = o.SnapshotDir
+		alt := &vfs.Rebase{FS: vfs.Default, Root: o.SnapshotDir}
+		defer os.RemoveAll(alt.FS.Join(o.SnapshotDir, dir))
+		fsys = &vfs.Route{Base: vfs.Default, Alt: alt, Match: snapshotSegment}
+	}
 	node, err := cluster.Open(cluster.Options{
-		Dir: dir, Service: svc, FileSyncLevel: o.SyncLevel, SnapshotMode: o.Mode,
+		FS: fsys, Dir: dir, Service: svc, FileSyncLevel: o.SyncLevel, SnapshotMode: o.Mode,
 		TermLength: 16 << 20, SegmentLength: 128 << 20, BlockLength: o.BlockLength, MTU: 8192, MaxBatch: 4096,
-		SnapshotTermLength: o.SnapshotTermLength,
+		SnapshotTermLength: o.SnapshotTermLength, SnapshotYieldEvery: o.YieldEvery,
 		Egress: func(_ int64, msg []byte) {
 			if !counting || EventKind(msg) != engine.EvRelease {
 				return
@@ -411,8 +454,15 @@ func WritePauseTable(w io.Writer, rs []*PauseResult) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "orders\tmode\twrk\tsync\tblock\tnosnap p50\tnosnap p99\tpause max\tpause p99\ttake ms\tprepare ms\tarchive ms\ttarget\tmet\tload\tload end\tprocs\t")
 	for _, r := range rs {
+		mode := r.Mode
+		if r.YieldEvery != cluster.DefaultSnapshotYieldEvery {
+			mode += fmt.Sprintf("(yield %d)", r.YieldEvery)
+		}
+		if r.SnapshotDir != "" {
+			mode += "(snap " + r.SnapshotDir + ")"
+		}
 		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%s\t%.2f\t%.2f\t%.2f\t%.2f\t%.1f\t%.1f\t%.1f\t%.2f\t%v\t%.2f\t%.2f\t%d\t\n",
-			r.Orders, r.Mode, r.Workers, r.Sync, blockName(r.Block), r.NoSnapshotP50Ms, r.NoSnapshotP99Ms, r.PauseMsMax, r.PauseP99Ms,
+			r.Orders, mode, r.Workers, r.Sync, blockName(r.Block), r.NoSnapshotP50Ms, r.NoSnapshotP99Ms, r.PauseMsMax, r.PauseP99Ms,
 			r.TakeMs, r.PrepareMs, r.ArchiveWriteMs, r.TargetMs, r.Met, r.LoadAvg, r.LoadAvgEnd, r.GOMAXPROCS)
 	}
 	return tw.Flush()
