@@ -184,17 +184,18 @@ type egressMsg struct {
 
 // snapshotJob is a snapshot set being written.
 type snapshotJob struct {
-	info     SnapshotInfo
-	done     chan struct{}
-	svcRec   int64
-	cmRec    int64
-	bytes    int64
-	err      error
-	ts       int64 // cluster time of the request
-	started  time.Time
-	duration time.Duration // of the background write
-	prepare  time.Duration // on the node's goroutine
-	archive  time.Duration // in the archive
+	info      SnapshotInfo
+	pauseless bool
+	done      chan struct{}
+	svcRec    int64
+	cmRec     int64
+	bytes     int64
+	err       error
+	ts        int64 // cluster time of the request
+	started   time.Time
+	duration  time.Duration // of the background write
+	prepare   time.Duration // on the node's goroutine
+	archive   time.Duration // in the archive
 	// logSynced: the log's segment files were synced up to here by the
 	// snapshot goroutine (0: not done).
 	logSynced int64
@@ -240,6 +241,10 @@ type Node struct {
 	nextSessionID int64
 	pendingOpen   map[int64]bool
 	snapRequested bool
+	// reqMode is the mode of the requested snapshot (RequestSnapshotMode);
+	// actionMode that of the action request sequenced last, used when it
+	// is applied.
+	reqMode, actionMode SnapshotMode
 
 	// timers whose TimerEvent is in the log but not yet read
 	firing map[int64]bool
@@ -283,12 +288,19 @@ func (o *Options) defaults() {
 	if o.MarkFileTimeout <= 0 {
 		o.MarkFileTimeout = DefaultMarkFileTimeout
 	}
-	if o.SnapshotTermLength == 0 {
-		o.SnapshotTermLength = o.TermLength
-		if o.SnapshotMode == Pauseless {
-			o.SnapshotTermLength = min(o.TermLength, 1<<20)
-		}
+}
+
+// snapshotTermLength is the term length of a service snapshot's
+// publication: Options.SnapshotTermLength, else 1 MiB (at most the log's)
+// when pauseless and the log's when stopping the world.
+func (n *Node) snapshotTermLength(pauseless bool) int {
+	switch {
+	case n.opts.SnapshotTermLength > 0:
+		return n.opts.SnapshotTermLength
+	case pauseless:
+		return min(n.opts.TermLength, 1<<20)
 	}
+	return n.opts.TermLength
 }
 
 // Open opens the node directory (creating it on a first start), recovers
@@ -310,9 +322,10 @@ func Open(opts Options) (*Node, error) {
 	}
 	n := &Node{opts: opts, fs: opts.FS, svc: opts.Service, cm: newCMState(), firing: map[int64]bool{},
 		pendingOpen: map[int64]bool{}, scratch: make([]byte, opts.MTU)}
-	if p, ok := opts.Service.(PauselessService); ok && opts.SnapshotMode == Pauseless {
+	if p, ok := opts.Service.(PauselessService); ok {
 		n.psvc = p
 	}
+	n.actionMode = opts.SnapshotMode
 	n.cdir = n.fs.Join(opts.Dir, ClusterDirName)
 	n.adir = n.fs.Join(opts.Dir, ArchiveDirName)
 	if err := n.open(); err != nil {
@@ -427,9 +440,16 @@ func (n *Node) CloseSessionReason(sessionID int64, reason CloseReason) error {
 
 // RequestSnapshot asks for a snapshot at the next DoWork (ClusterTool
 // snapshot).
-func (n *Node) RequestSnapshot() {
+func (n *Node) RequestSnapshot() { n.RequestSnapshotMode(n.opts.SnapshotMode) }
+
+// RequestSnapshotMode asks for a snapshot at the next DoWork taken in the
+// given mode (Pauseless falls back to StopTheWorld for a service that is
+// not a PauselessService). Snapshots due by Options.SnapshotEveryBytes or
+// SnapshotEvery use Options.SnapshotMode.
+func (n *Node) RequestSnapshotMode(mode SnapshotMode) {
 	n.mu.Lock()
 	n.snapRequested = true
+	n.reqMode = mode
 	n.mu.Unlock()
 }
 
@@ -599,7 +619,7 @@ func (n *Node) sequence() (int, error) {
 	if len(batch) > n.opts.MaxBatch {
 		batch = batch[:n.opts.MaxBatch]
 	}
-	snapReq := n.snapRequested
+	snapReq, reqMode := n.snapRequested, n.reqMode
 	n.mu.Unlock()
 	done := 0
 	now := n.timestamp()
@@ -669,6 +689,10 @@ func (n *Node) sequence() (int, error) {
 			return done, err
 		}
 		if ok {
+			n.actionMode = n.opts.SnapshotMode
+			if snapReq {
+				n.actionMode = reqMode
+			}
 			n.mu.Lock()
 			n.snapRequested = false
 			n.mu.Unlock()

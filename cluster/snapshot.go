@@ -39,7 +39,9 @@ func (n *Node) startSnapshot(pos, ts int64) error {
 	job := &snapshotJob{info: info, done: make(chan struct{}), started: time.Now(), ts: ts}
 	job.svcRec, job.cmRec = -1, -1
 	n.lastTime = max(n.lastTime, ts)
-	if n.psvc != nil {
+	job.pauseless = n.psvc != nil && n.actionMode == Pauseless
+	n.actionMode = n.opts.SnapshotMode
+	if job.pauseless {
 		task, err := n.psvc.PrepareSnapshot(info)
 		if err != nil {
 			return fmt.Errorf("cluster: prepare snapshot at %d: %w", pos, err)
@@ -49,7 +51,7 @@ func (n *Node) startSnapshot(pos, ts int64) error {
 		logSynced := n.rec.synced
 		go func() {
 			defer close(job.done)
-			job.svcRec, job.cmRec, job.bytes, job.archive, job.err = n.writeSnapshotSet(info, cm, task.Write)
+			job.svcRec, job.cmRec, job.bytes, job.archive, job.err = n.writeSnapshotSet(info, cm, true, task.Write)
 			if job.err == nil {
 				// At sync level 0 the log must be made durable up to
 				// the snapshot's position before recording.log names
@@ -65,7 +67,7 @@ func (n *Node) startSnapshot(pos, ts int64) error {
 		return nil
 	}
 	n.job = job
-	job.svcRec, job.cmRec, job.bytes, job.archive, job.err = n.writeSnapshotSet(info, cm, func(pub Publication, idle func() error) error {
+	job.svcRec, job.cmRec, job.bytes, job.archive, job.err = n.writeSnapshotSet(info, cm, false, func(pub Publication, idle func() error) error {
 		return n.svc.OnTakeSnapshot(info, pub, idle)
 	})
 	job.duration = time.Since(job.started)
@@ -134,8 +136,8 @@ func (n *Node) pollSnapshot(wait bool) error {
 // writeSnapshotSet writes the service's and the consensus module's
 // snapshot recordings. It touches only the archive (safe for concurrent
 // use) and its arguments, so it may run on another goroutine.
-func (n *Node) writeSnapshotSet(info SnapshotInfo, cm *frozenCM, write func(Publication, func() error) error) (svcRec, cmRec, bytes int64, arc time.Duration, err error) {
-	svcRec, b1, a1, err := n.writeSnapshot(ServiceSnapshotStreamID, n.opts.SnapshotTermLength, func(pub Publication) error {
+func (n *Node) writeSnapshotSet(info SnapshotInfo, cm *frozenCM, pauseless bool, write func(Publication, func() error) error) (svcRec, cmRec, bytes int64, arc time.Duration, err error) {
+	svcRec, b1, a1, err := n.writeSnapshot(ServiceSnapshotStreamID, n.snapshotTermLength(pauseless), pauseless, func(pub Publication) error {
 		if err := writeServiceSessions(pub, nil, info, cm.sessions); err != nil {
 			return err
 		}
@@ -146,7 +148,7 @@ func (n *Node) writeSnapshotSet(info SnapshotInfo, cm *frozenCM, write func(Publ
 	if err != nil {
 		return svcRec, -1, 0, a1, err
 	}
-	cmRec, b2, a2, err := n.writeSnapshot(ConsensusModuleSnapshotStreamID, logbuf.MinTermLength, func(pub Publication) error {
+	cmRec, b2, a2, err := n.writeSnapshot(ConsensusModuleSnapshotStreamID, logbuf.MinTermLength, pauseless, func(pub Publication) error {
 		return writeCMSnapshot(pub, nil, info, cm)
 	})
 	return svcRec, cmRec, b1 + b2, a1 + a2, err
@@ -155,7 +157,7 @@ func (n *Node) writeSnapshotSet(info SnapshotInfo, cm *frozenCM, write func(Publ
 // writeSnapshot writes one snapshot recording and returns its id, length
 // and the time spent in the archive (starting, writing, syncing and
 // stopping the recording).
-func (n *Node) writeSnapshot(stream int32, termLength int, body func(Publication) error) (int64, int64, time.Duration, error) {
+func (n *Node) writeSnapshot(stream int32, termLength int, pauseless bool, body func(Publication) error) (int64, int64, time.Duration, error) {
 	log, err := logbuf.New(termLength, n.opts.MTU, 0, stream, stream)
 	if err != nil {
 		return -1, 0, 0, err
@@ -165,9 +167,9 @@ func (n *Node) writeSnapshot(stream int32, termLength int, body func(Publication
 	if err != nil {
 		return -1, 0, 0, err
 	}
-	rec.syncEach = n.psvc != nil // pauseless: spread the syncs (see syncEach)
+	rec.syncEach = pauseless // spread the syncs (see syncEach)
 	sp := &snapPub{log: log, pub: log.Publication(), rec: rec, archive: time.Since(t0)}
-	if n.psvc != nil && n.opts.SnapshotYieldEvery > 0 {
+	if pauseless && n.opts.SnapshotYieldEvery > 0 {
 		sp.yieldEvery = n.opts.SnapshotYieldEvery
 	}
 	sp.c.Pub = sp.pub
