@@ -328,7 +328,10 @@ func Open(opts Options) (*Node, error) {
 	n.actionMode = opts.SnapshotMode
 	n.cdir = n.fs.Join(opts.Dir, ClusterDirName)
 	n.adir = n.fs.Join(opts.Dir, ArchiveDirName)
-	if err := n.open(); err != nil {
+	t0 := time.Now()
+	err := n.open()
+	n.recovery.Total = time.Since(t0)
+	if err != nil {
 		if n.mark != nil {
 			stampMarkFile(n.mark, -1) // this node does not run after all
 		}

@@ -3,6 +3,7 @@ package cluster
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/matchlog/matchlog/archive"
 	"github.com/matchlog/matchlog/cluster/recordinglog"
@@ -25,6 +26,15 @@ type Recovery struct {
 	CatalogRepaired bool
 	// RecordingLog is the torn tail dropped from recording.log, or nil.
 	RecordingLog *recordinglog.Repair
+	// SnapshotLoad is the time spent loading the snapshot set (both
+	// recordings and the service's OnStart); Replay the time spent
+	// replaying the log after it, ReplayedEntries and ReplayedBytes what
+	// it replayed; Total the whole Open.
+	SnapshotLoad    time.Duration
+	Replay          time.Duration
+	ReplayedEntries int64
+	ReplayedBytes   int64
+	Total           time.Duration
 }
 
 // Recovery returns what Open found and repaired.
@@ -87,6 +97,7 @@ func (n *Node) snapshotFallback(s recordinglog.Snapshot, err error) error {
 
 // recover loads the snapshot set and replays the log.
 func (n *Node) recover(plan *recordinglog.RecoveryPlan) error {
+	t0 := time.Now()
 	var img SnapshotImage
 	var svcSessions []ClientSession
 	var closers []func() error
@@ -139,10 +150,16 @@ func (n *Node) recover(plan *recordinglog.RecoveryPlan) error {
 		}
 	}
 	n.nextSessionID = n.cm.nextSessionID
+	n.recovery.SnapshotLoad = time.Since(t0)
 	if plan.Log == nil {
 		return nil
 	}
 	// Replay the log from the snapshot to its end.
+	t1 := time.Now()
+	defer func() {
+		n.recovery.Replay = time.Since(t1)
+		n.recovery.ReplayedBytes = plan.ReplayTo - plan.ReplayFrom
+	}()
 	n.replaying = true
 	defer func() { n.replaying = false }()
 	r, err := n.arc.replay(plan.Log.RecordingID, plan.ReplayFrom, plan.ReplayTo)
@@ -155,6 +172,7 @@ func (n *Node) recover(plan *recordinglog.RecoveryPlan) error {
 			return fmt.Errorf("cluster: replay of log recording %d at %d: %w", plan.Log.RecordingID, pos, err)
 		}
 		n.stats.Replayed++
+		n.recovery.ReplayedEntries++
 		return nil
 	})
 	if err != nil {

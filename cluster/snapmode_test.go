@@ -77,6 +77,8 @@ func TestRequestSnapshotMode(t *testing.T) {
 		if svc.prepared != wantPrep || svc.stw != wantSTW {
 			t.Fatalf("default %v: %d pauseless, %d stop-the-world snapshots; want %d, %d", def, svc.prepared, svc.stw, wantPrep, wantSTW)
 		}
+		n.Offer(s, msg(99, 0)) // replayed after the last snapshot
+		work()
 		hash := svc.hash
 		if err := n.Close(); err != nil {
 			t.Fatal(err)
@@ -92,6 +94,9 @@ func TestRequestSnapshotMode(t *testing.T) {
 		}
 		if svc2.hash != hash {
 			t.Fatalf("restored hash %x, want %x", svc2.hash, hash)
+		}
+		if r := n2.Recovery(); r.ReplayedEntries < 1 || r.ReplayedBytes <= 0 || r.SnapshotLoad <= 0 || r.Replay <= 0 || r.Total < r.SnapshotLoad+r.Replay {
+			t.Fatalf("recovery timings %+v", r)
 		}
 		n2.Close()
 	}
