@@ -87,8 +87,9 @@ func writeMarkFile(fsys vfs.FS, dir string, nowMs int64, clusterDir string) (vfs
 // checkMarkFile refuses a cluster directory whose cluster-mark.dat shows a
 // running node: ready (version written), activity timestamp not -1 and
 // within timeoutMs of nowMs (wall-clock epoch ms), as Aeron's
-// ClusterMarkFile refuses an active mark file. A missing or short file is
-// no node.
+// ClusterMarkFile refuses an active mark file — unless the process id it
+// names no longer exists on this host (a node killed with SIGKILL can be
+// restarted at once). A missing or short file is no node.
 func checkMarkFile(fsys vfs.FS, dir string, nowMs, timeoutMs int64) error {
 	path := fsys.Join(dir, MarkFileName)
 	f, err := fsys.Open(path)
@@ -111,6 +112,11 @@ func checkMarkFile(fsys vfs.FS, dir string, nowMs, timeoutMs int64) error {
 	activity := int64(le.Uint64(b[16:]))
 	pid := int64(le.Uint64(b[32:]))
 	if version == 0 || activity <= 0 {
+		return nil
+	}
+	if pid > 0 && pid != int64(os.Getpid()) && processGone(int(pid)) {
+		// The node that wrote it is gone (killed): no need to wait out
+		// the timeout.
 		return nil
 	}
 	if age := nowMs - activity; age <= timeoutMs {
