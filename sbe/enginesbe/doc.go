@@ -5,7 +5,10 @@
 // CommandKind (DefineInstrument 1 … MarkPrice 6); each [engine.Event] kind is
 // one message whose template id is 10 + EventKind (Accepted 11 … Release 18).
 // The enums mirror the engine's: their values are the engine's values, so a
-// conversion is a cast. The file enginesbe_gen.go is generated; never edit it.
+// conversion is a cast. Three messages are the node service's own
+// (cluster/enginesvc), never the engine's: the command SubscribeDepth (7),
+// and the egress messages Duplicate (19, the answer to a command at or below
+// its source's high-water mark) and DepthSnapshotEnd (20). The file enginesbe_gen.go is generated; never edit it.
 //
 // [engine.Command]: https://pkg.go.dev/github.com/matchlog/matchlog/engine#Command
 // [engine.Event]: https://pkg.go.dev/github.com/matchlog/matchlog/engine#Event

@@ -1447,6 +1447,155 @@ func (d *MarkPriceDecoder) ActingVersion() int { return d.st.version }
 // ActingBlockLength is the block length the message was wrapped with.
 func (d *MarkPriceDecoder) ActingBlockLength() int { return d.blockLength }
 
+// Constants of message SubscribeDepth.
+const (
+	SubscribeDepthTemplateID  = 7
+	SubscribeDepthBlockLength = 30
+)
+
+// SubscribeDepthEncoder encodes message SubscribeDepth in place. The zero value is ready for WrapForEncode.
+type SubscribeDepthEncoder struct {
+	st  state
+	off int
+}
+
+// SubscribeDepthDecoder decodes message SubscribeDepth in place, without copying.
+type SubscribeDepthDecoder struct {
+	st               state
+	off, blockLength int
+}
+
+// Source returns field source, or its null value when absent in the acting version.
+func (d *SubscribeDepthDecoder) Source() uint64 {
+	if d.blockLength < 8 {
+		return uint64(18446744073709551615)
+	}
+	return binary.LittleEndian.Uint64(d.st.buf[d.off:])
+}
+
+// Source sets field source.
+func (e *SubscribeDepthEncoder) Source(v uint64) *SubscribeDepthEncoder {
+	binary.LittleEndian.PutUint64(e.st.buf[e.off:], uint64(v))
+	return e
+}
+
+// Seq returns field seq, or its null value when absent in the acting version.
+func (d *SubscribeDepthDecoder) Seq() uint64 {
+	if d.blockLength < 16 {
+		return uint64(18446744073709551615)
+	}
+	return binary.LittleEndian.Uint64(d.st.buf[d.off+8:])
+}
+
+// Seq sets field seq.
+func (e *SubscribeDepthEncoder) Seq(v uint64) *SubscribeDepthEncoder {
+	binary.LittleEndian.PutUint64(e.st.buf[e.off+8:], uint64(v))
+	return e
+}
+
+// Time returns field time, or its null value when absent in the acting version.
+func (d *SubscribeDepthDecoder) Time() int64 {
+	if d.blockLength < 24 {
+		return int64(-9223372036854775808)
+	}
+	return int64(binary.LittleEndian.Uint64(d.st.buf[d.off+16:]))
+}
+
+// Time sets field time.
+func (e *SubscribeDepthEncoder) Time(v int64) *SubscribeDepthEncoder {
+	binary.LittleEndian.PutUint64(e.st.buf[e.off+16:], uint64(v))
+	return e
+}
+
+// Instrument returns field instrument, or its null value when absent in the acting version.
+func (d *SubscribeDepthDecoder) Instrument() uint32 {
+	if d.blockLength < 28 {
+		return uint32(4294967295)
+	}
+	return binary.LittleEndian.Uint32(d.st.buf[d.off+24:])
+}
+
+// Instrument sets field instrument.
+func (e *SubscribeDepthEncoder) Instrument(v uint32) *SubscribeDepthEncoder {
+	binary.LittleEndian.PutUint32(e.st.buf[e.off+24:], uint32(v))
+	return e
+}
+
+// Levels returns field levels, or its null value when absent in the acting version.
+func (d *SubscribeDepthDecoder) Levels() uint16 {
+	if d.blockLength < 30 {
+		return uint16(65535)
+	}
+	return binary.LittleEndian.Uint16(d.st.buf[d.off+28:])
+}
+
+// Levels sets field levels.
+func (e *SubscribeDepthEncoder) Levels(v uint16) *SubscribeDepthEncoder {
+	binary.LittleEndian.PutUint16(e.st.buf[e.off+28:], uint16(v))
+	return e
+}
+
+// WrapForEncode wraps buf at offset (just past the message header) for encoding.
+// It fails with [ErrShortBuffer] if the fixed block does not fit.
+func (e *SubscribeDepthEncoder) WrapForEncode(buf []byte, offset int) error {
+	if offset < 0 || offset > len(buf) || len(buf)-offset < SubscribeDepthBlockLength {
+		return ErrShortBuffer
+	}
+	e.st = state{buf: buf, limit: offset + SubscribeDepthBlockLength, version: SchemaVersion}
+	e.off = offset
+	return nil
+}
+
+// WrapAndApplyHeader writes the message header at offset and wraps the
+// message body after it.
+func (e *SubscribeDepthEncoder) WrapAndApplyHeader(buf []byte, offset int) error {
+	if offset < 0 || offset > len(buf) || len(buf)-offset < MessageHeaderEncodedLength+SubscribeDepthBlockLength {
+		return ErrShortBuffer
+	}
+	clear(buf[offset : offset+MessageHeaderEncodedLength])
+	h := MessageHeader{buf: buf, off: offset}
+	h.SetBlockLength(SubscribeDepthBlockLength).SetTemplateId(SubscribeDepthTemplateID).SetSchemaId(SchemaID).SetVersion(SchemaVersion)
+	return e.WrapForEncode(buf, offset+MessageHeaderEncodedLength)
+}
+
+// EncodedLength is the length of the message so far, header excluded.
+func (e *SubscribeDepthEncoder) EncodedLength() int { return e.st.limit - e.off }
+
+// WrapForDecode wraps buf at offset (just past the header) with the block
+// length and version the header gave. It fails with [ErrShortBuffer] if the
+// block does not fit.
+func (d *SubscribeDepthDecoder) WrapForDecode(buf []byte, offset, actingBlockLength, actingVersion int) error {
+	if offset < 0 || actingBlockLength < 0 || offset > len(buf) || len(buf)-offset < actingBlockLength {
+		return ErrShortBuffer
+	}
+	d.st = state{buf: buf, limit: offset + actingBlockLength, version: actingVersion}
+	d.off, d.blockLength = offset, actingBlockLength
+	return nil
+}
+
+// WrapWithHeader reads the message header at offset, checks that it names
+// this schema and message ([ErrHeader] otherwise), and wraps the body.
+func (d *SubscribeDepthDecoder) WrapWithHeader(buf []byte, offset int) error {
+	h, err := WrapMessageHeader(buf, offset)
+	if err != nil {
+		return err
+	}
+	if int(h.SchemaId()) != SchemaID || int(h.TemplateId()) != SubscribeDepthTemplateID {
+		return ErrHeader
+	}
+	return d.WrapForDecode(buf, offset+MessageHeaderEncodedLength, int(h.BlockLength()), int(h.Version()))
+}
+
+// EncodedLength is the length decoded so far, header excluded: the whole
+// message once every group and var data field has been read.
+func (d *SubscribeDepthDecoder) EncodedLength() int { return d.st.limit - d.off }
+
+// ActingVersion is the version the message was wrapped with.
+func (d *SubscribeDepthDecoder) ActingVersion() int { return d.st.version }
+
+// ActingBlockLength is the block length the message was wrapped with.
+func (d *SubscribeDepthDecoder) ActingBlockLength() int { return d.blockLength }
+
 // Constants of message Accepted.
 const (
 	AcceptedTemplateID  = 11
@@ -2792,3 +2941,245 @@ func (d *ReleaseDecoder) ActingVersion() int { return d.st.version }
 
 // ActingBlockLength is the block length the message was wrapped with.
 func (d *ReleaseDecoder) ActingBlockLength() int { return d.blockLength }
+
+// Constants of message Duplicate.
+const (
+	DuplicateTemplateID  = 19
+	DuplicateBlockLength = 16
+)
+
+// DuplicateEncoder encodes message Duplicate in place. The zero value is ready for WrapForEncode.
+type DuplicateEncoder struct {
+	st  state
+	off int
+}
+
+// DuplicateDecoder decodes message Duplicate in place, without copying.
+type DuplicateDecoder struct {
+	st               state
+	off, blockLength int
+}
+
+// Source returns field source, or its null value when absent in the acting version.
+func (d *DuplicateDecoder) Source() uint64 {
+	if d.blockLength < 8 {
+		return uint64(18446744073709551615)
+	}
+	return binary.LittleEndian.Uint64(d.st.buf[d.off:])
+}
+
+// Source sets field source.
+func (e *DuplicateEncoder) Source(v uint64) *DuplicateEncoder {
+	binary.LittleEndian.PutUint64(e.st.buf[e.off:], uint64(v))
+	return e
+}
+
+// Seq returns field seq, or its null value when absent in the acting version.
+func (d *DuplicateDecoder) Seq() uint64 {
+	if d.blockLength < 16 {
+		return uint64(18446744073709551615)
+	}
+	return binary.LittleEndian.Uint64(d.st.buf[d.off+8:])
+}
+
+// Seq sets field seq.
+func (e *DuplicateEncoder) Seq(v uint64) *DuplicateEncoder {
+	binary.LittleEndian.PutUint64(e.st.buf[e.off+8:], uint64(v))
+	return e
+}
+
+// WrapForEncode wraps buf at offset (just past the message header) for encoding.
+// It fails with [ErrShortBuffer] if the fixed block does not fit.
+func (e *DuplicateEncoder) WrapForEncode(buf []byte, offset int) error {
+	if offset < 0 || offset > len(buf) || len(buf)-offset < DuplicateBlockLength {
+		return ErrShortBuffer
+	}
+	e.st = state{buf: buf, limit: offset + DuplicateBlockLength, version: SchemaVersion}
+	e.off = offset
+	return nil
+}
+
+// WrapAndApplyHeader writes the message header at offset and wraps the
+// message body after it.
+func (e *DuplicateEncoder) WrapAndApplyHeader(buf []byte, offset int) error {
+	if offset < 0 || offset > len(buf) || len(buf)-offset < MessageHeaderEncodedLength+DuplicateBlockLength {
+		return ErrShortBuffer
+	}
+	clear(buf[offset : offset+MessageHeaderEncodedLength])
+	h := MessageHeader{buf: buf, off: offset}
+	h.SetBlockLength(DuplicateBlockLength).SetTemplateId(DuplicateTemplateID).SetSchemaId(SchemaID).SetVersion(SchemaVersion)
+	return e.WrapForEncode(buf, offset+MessageHeaderEncodedLength)
+}
+
+// EncodedLength is the length of the message so far, header excluded.
+func (e *DuplicateEncoder) EncodedLength() int { return e.st.limit - e.off }
+
+// WrapForDecode wraps buf at offset (just past the header) with the block
+// length and version the header gave. It fails with [ErrShortBuffer] if the
+// block does not fit.
+func (d *DuplicateDecoder) WrapForDecode(buf []byte, offset, actingBlockLength, actingVersion int) error {
+	if offset < 0 || actingBlockLength < 0 || offset > len(buf) || len(buf)-offset < actingBlockLength {
+		return ErrShortBuffer
+	}
+	d.st = state{buf: buf, limit: offset + actingBlockLength, version: actingVersion}
+	d.off, d.blockLength = offset, actingBlockLength
+	return nil
+}
+
+// WrapWithHeader reads the message header at offset, checks that it names
+// this schema and message ([ErrHeader] otherwise), and wraps the body.
+func (d *DuplicateDecoder) WrapWithHeader(buf []byte, offset int) error {
+	h, err := WrapMessageHeader(buf, offset)
+	if err != nil {
+		return err
+	}
+	if int(h.SchemaId()) != SchemaID || int(h.TemplateId()) != DuplicateTemplateID {
+		return ErrHeader
+	}
+	return d.WrapForDecode(buf, offset+MessageHeaderEncodedLength, int(h.BlockLength()), int(h.Version()))
+}
+
+// EncodedLength is the length decoded so far, header excluded: the whole
+// message once every group and var data field has been read.
+func (d *DuplicateDecoder) EncodedLength() int { return d.st.limit - d.off }
+
+// ActingVersion is the version the message was wrapped with.
+func (d *DuplicateDecoder) ActingVersion() int { return d.st.version }
+
+// ActingBlockLength is the block length the message was wrapped with.
+func (d *DuplicateDecoder) ActingBlockLength() int { return d.blockLength }
+
+// Constants of message DepthSnapshotEnd.
+const (
+	DepthSnapshotEndTemplateID  = 20
+	DepthSnapshotEndBlockLength = 22
+)
+
+// DepthSnapshotEndEncoder encodes message DepthSnapshotEnd in place. The zero value is ready for WrapForEncode.
+type DepthSnapshotEndEncoder struct {
+	st  state
+	off int
+}
+
+// DepthSnapshotEndDecoder decodes message DepthSnapshotEnd in place, without copying.
+type DepthSnapshotEndDecoder struct {
+	st               state
+	off, blockLength int
+}
+
+// Source returns field source, or its null value when absent in the acting version.
+func (d *DepthSnapshotEndDecoder) Source() uint64 {
+	if d.blockLength < 8 {
+		return uint64(18446744073709551615)
+	}
+	return binary.LittleEndian.Uint64(d.st.buf[d.off:])
+}
+
+// Source sets field source.
+func (e *DepthSnapshotEndEncoder) Source(v uint64) *DepthSnapshotEndEncoder {
+	binary.LittleEndian.PutUint64(e.st.buf[e.off:], uint64(v))
+	return e
+}
+
+// Seq returns field seq, or its null value when absent in the acting version.
+func (d *DepthSnapshotEndDecoder) Seq() uint64 {
+	if d.blockLength < 16 {
+		return uint64(18446744073709551615)
+	}
+	return binary.LittleEndian.Uint64(d.st.buf[d.off+8:])
+}
+
+// Seq sets field seq.
+func (e *DepthSnapshotEndEncoder) Seq(v uint64) *DepthSnapshotEndEncoder {
+	binary.LittleEndian.PutUint64(e.st.buf[e.off+8:], uint64(v))
+	return e
+}
+
+// Instrument returns field instrument, or its null value when absent in the acting version.
+func (d *DepthSnapshotEndDecoder) Instrument() uint32 {
+	if d.blockLength < 20 {
+		return uint32(4294967295)
+	}
+	return binary.LittleEndian.Uint32(d.st.buf[d.off+16:])
+}
+
+// Instrument sets field instrument.
+func (e *DepthSnapshotEndEncoder) Instrument(v uint32) *DepthSnapshotEndEncoder {
+	binary.LittleEndian.PutUint32(e.st.buf[e.off+16:], uint32(v))
+	return e
+}
+
+// Levels returns field levels, or its null value when absent in the acting version.
+func (d *DepthSnapshotEndDecoder) Levels() uint16 {
+	if d.blockLength < 22 {
+		return uint16(65535)
+	}
+	return binary.LittleEndian.Uint16(d.st.buf[d.off+20:])
+}
+
+// Levels sets field levels.
+func (e *DepthSnapshotEndEncoder) Levels(v uint16) *DepthSnapshotEndEncoder {
+	binary.LittleEndian.PutUint16(e.st.buf[e.off+20:], uint16(v))
+	return e
+}
+
+// WrapForEncode wraps buf at offset (just past the message header) for encoding.
+// It fails with [ErrShortBuffer] if the fixed block does not fit.
+func (e *DepthSnapshotEndEncoder) WrapForEncode(buf []byte, offset int) error {
+	if offset < 0 || offset > len(buf) || len(buf)-offset < DepthSnapshotEndBlockLength {
+		return ErrShortBuffer
+	}
+	e.st = state{buf: buf, limit: offset + DepthSnapshotEndBlockLength, version: SchemaVersion}
+	e.off = offset
+	return nil
+}
+
+// WrapAndApplyHeader writes the message header at offset and wraps the
+// message body after it.
+func (e *DepthSnapshotEndEncoder) WrapAndApplyHeader(buf []byte, offset int) error {
+	if offset < 0 || offset > len(buf) || len(buf)-offset < MessageHeaderEncodedLength+DepthSnapshotEndBlockLength {
+		return ErrShortBuffer
+	}
+	clear(buf[offset : offset+MessageHeaderEncodedLength])
+	h := MessageHeader{buf: buf, off: offset}
+	h.SetBlockLength(DepthSnapshotEndBlockLength).SetTemplateId(DepthSnapshotEndTemplateID).SetSchemaId(SchemaID).SetVersion(SchemaVersion)
+	return e.WrapForEncode(buf, offset+MessageHeaderEncodedLength)
+}
+
+// EncodedLength is the length of the message so far, header excluded.
+func (e *DepthSnapshotEndEncoder) EncodedLength() int { return e.st.limit - e.off }
+
+// WrapForDecode wraps buf at offset (just past the header) with the block
+// length and version the header gave. It fails with [ErrShortBuffer] if the
+// block does not fit.
+func (d *DepthSnapshotEndDecoder) WrapForDecode(buf []byte, offset, actingBlockLength, actingVersion int) error {
+	if offset < 0 || actingBlockLength < 0 || offset > len(buf) || len(buf)-offset < actingBlockLength {
+		return ErrShortBuffer
+	}
+	d.st = state{buf: buf, limit: offset + actingBlockLength, version: actingVersion}
+	d.off, d.blockLength = offset, actingBlockLength
+	return nil
+}
+
+// WrapWithHeader reads the message header at offset, checks that it names
+// this schema and message ([ErrHeader] otherwise), and wraps the body.
+func (d *DepthSnapshotEndDecoder) WrapWithHeader(buf []byte, offset int) error {
+	h, err := WrapMessageHeader(buf, offset)
+	if err != nil {
+		return err
+	}
+	if int(h.SchemaId()) != SchemaID || int(h.TemplateId()) != DepthSnapshotEndTemplateID {
+		return ErrHeader
+	}
+	return d.WrapForDecode(buf, offset+MessageHeaderEncodedLength, int(h.BlockLength()), int(h.Version()))
+}
+
+// EncodedLength is the length decoded so far, header excluded: the whole
+// message once every group and var data field has been read.
+func (d *DepthSnapshotEndDecoder) EncodedLength() int { return d.st.limit - d.off }
+
+// ActingVersion is the version the message was wrapped with.
+func (d *DepthSnapshotEndDecoder) ActingVersion() int { return d.st.version }
+
+// ActingBlockLength is the block length the message was wrapped with.
+func (d *DepthSnapshotEndDecoder) ActingBlockLength() int { return d.blockLength }

@@ -57,6 +57,7 @@ func TestCheckedIn(t *testing.T) {
 	for _, c := range []struct{ schema, dir, pkg string }{
 		{"../schemas/matchlog-snapshot.xml", "../snapshotsbe", "snapshotsbe"},
 		{"../schemas/matchlog-engine.xml", "../enginesbe", "enginesbe"},
+		{"../schemas/matchlog-wire.xml", "../wiresbe", "wiresbe"},
 		{"../gen/testdata/feature.xml", "../internal/featsbe", "featsbe"},
 	} {
 		t.Run(c.pkg, func(t *testing.T) {
