@@ -191,10 +191,12 @@ func AppendEvent(dst []byte, ev *engine.Event) []byte {
 	return dst[:off+enginesbe.MessageHeaderEncodedLength+n]
 }
 
-// EventKind returns the kind of an encoded event (0 if it is not one).
+// EventKind returns the kind of an encoded event (0 if it is not one): an
+// engine.EventKind, or EvDuplicate or EvDepthSnapshotEnd for the service's
+// own egress messages.
 func EventKind(b []byte) engine.EventKind {
 	h, err := enginesbe.WrapMessageHeader(b, 0)
-	if err != nil || h.SchemaId() != enginesbe.SchemaID || h.TemplateId() <= 10 || h.TemplateId() > 18 {
+	if err != nil || h.SchemaId() != enginesbe.SchemaID || h.TemplateId() <= 10 || h.TemplateId() > enginesbe.DepthSnapshotEndTemplateID {
 		return 0
 	}
 	return engine.EventKind(h.TemplateId() - 10)
@@ -207,4 +209,202 @@ func DecodeRelease(b []byte) (source, seq uint64, err error) {
 		return 0, 0, err
 	}
 	return d.Source(), d.Seq(), nil
+}
+
+// Egress kinds of the service's own messages, beyond the engine's event
+// kinds: EventKind returns them for Duplicate (template 19) and
+// DepthSnapshotEnd (template 20), keeping the rule template = 10 + kind.
+// engine.Event never carries them.
+const (
+	// EvDuplicate answers a command the engine ignored because its
+	// (Source, Seq) was at or below the source's high-water mark: it was
+	// applied before. It is a command's terminal answer, as EvRelease is.
+	EvDuplicate engine.EventKind = enginesbe.DuplicateTemplateID - 10
+	// EvDepthSnapshotEnd ends the Depth levels answering a SubscribeDepth.
+	EvDepthSnapshotEnd engine.EventKind = enginesbe.DepthSnapshotEndTemplateID - 10
+)
+
+// DecodeEvent decodes an enginesbe event message (any engine.EventKind,
+// templates 11 to 18) into ev (all fields reset): the inverse of
+// AppendEvent. Another schema or template, or a block shorter than the
+// message's, is an error.
+func DecodeEvent(b []byte, ev *engine.Event) error {
+	h, err := enginesbe.WrapMessageHeader(b, 0)
+	if err != nil {
+		return err
+	}
+	if h.SchemaId() != enginesbe.SchemaID {
+		return fmt.Errorf("enginesvc: message of schema %d, want %d", h.SchemaId(), enginesbe.SchemaID)
+	}
+	*ev = engine.Event{}
+	switch h.TemplateId() {
+	case enginesbe.AcceptedTemplateID:
+		var d enginesbe.AcceptedDecoder
+		if err := d.WrapWithHeader(b, 0); err != nil {
+			return err
+		}
+		*ev = engine.Event{Kind: engine.EvAccepted, Source: d.Source(), Seq: d.Seq(), Instrument: d.Instrument(), OrderID: d.OrderId()}
+	case enginesbe.RejectedTemplateID:
+		var d enginesbe.RejectedDecoder
+		if err := d.WrapWithHeader(b, 0); err != nil {
+			return err
+		}
+		*ev = engine.Event{Kind: engine.EvRejected, Source: d.Source(), Seq: d.Seq(), Instrument: d.Instrument(), OrderID: d.OrderId(),
+			Reason: engine.Reason(d.Reason())}
+	case enginesbe.TradeTemplateID:
+		var d enginesbe.TradeDecoder
+		if err := d.WrapWithHeader(b, 0); err != nil {
+			return err
+		}
+		*ev = engine.Event{Kind: engine.EvTrade, Source: d.Source(), Seq: d.Seq(), Instrument: d.Instrument(), OrderID: d.OrderId(),
+			Maker: d.Maker(), Side: engine.Side(d.Side()), Price: d.Price(), Qty: d.Qty(), Remaining: d.Remaining(),
+			MakerRemaining: d.MakerRemaining()}
+	case enginesbe.CancelledTemplateID:
+		var d enginesbe.CancelledDecoder
+		if err := d.WrapWithHeader(b, 0); err != nil {
+			return err
+		}
+		*ev = engine.Event{Kind: engine.EvCancelled, Source: d.Source(), Seq: d.Seq(), Instrument: d.Instrument(), OrderID: d.OrderId(),
+			Side: engine.Side(d.Side()), Price: d.Price(), Qty: d.Qty(), Remaining: d.Remaining(), Reason: engine.Reason(d.Reason())}
+	case enginesbe.ReplacedTemplateID:
+		var d enginesbe.ReplacedDecoder
+		if err := d.WrapWithHeader(b, 0); err != nil {
+			return err
+		}
+		*ev = engine.Event{Kind: engine.EvReplaced, Source: d.Source(), Seq: d.Seq(), Instrument: d.Instrument(), OrderID: d.OrderId(),
+			Side: engine.Side(d.Side()), Price: d.Price(), Qty: d.Qty()}
+	case enginesbe.TriggerFiredTemplateID:
+		var d enginesbe.TriggerFiredDecoder
+		if err := d.WrapWithHeader(b, 0); err != nil {
+			return err
+		}
+		*ev = engine.Event{Kind: engine.EvTriggerFired, Source: d.Source(), Seq: d.Seq(), Instrument: d.Instrument(), OrderID: d.OrderId(),
+			Side: engine.Side(d.Side()), Price: d.Price()}
+	case enginesbe.DepthTemplateID:
+		var d enginesbe.DepthDecoder
+		if err := d.WrapWithHeader(b, 0); err != nil {
+			return err
+		}
+		*ev = engine.Event{Kind: engine.EvDepth, Source: d.Source(), Seq: d.Seq(), Instrument: d.Instrument(),
+			Side: engine.Side(d.Side()), Price: d.Price(), Qty: d.Qty(), Count: d.Count()}
+	case enginesbe.ReleaseTemplateID:
+		var d enginesbe.ReleaseDecoder
+		if err := d.WrapWithHeader(b, 0); err != nil {
+			return err
+		}
+		*ev = engine.Event{Kind: engine.EvRelease, Source: d.Source(), Seq: d.Seq(), Instrument: d.Instrument()}
+	default:
+		return fmt.Errorf("enginesvc: unknown event template %d", h.TemplateId())
+	}
+	return nil
+}
+
+// AppendDuplicate appends a Duplicate message (the answer to a command the
+// engine ignored as already applied) to dst.
+func AppendDuplicate(dst []byte, source, seq uint64) []byte {
+	off := len(dst)
+	dst = append(dst, make([]byte, enginesbe.MessageHeaderEncodedLength+enginesbe.DuplicateBlockLength)...)
+	var e enginesbe.DuplicateEncoder
+	_ = e.WrapAndApplyHeader(dst, off)
+	e.Source(source).Seq(seq)
+	return dst
+}
+
+// DecodeDuplicate decodes a Duplicate message's source and sequence.
+func DecodeDuplicate(b []byte) (source, seq uint64, err error) {
+	var d enginesbe.DuplicateDecoder
+	if err := d.WrapWithHeader(b, 0); err != nil {
+		return 0, 0, err
+	}
+	return d.Source(), d.Seq(), nil
+}
+
+// MaxDepthLevels caps the levels per side a SubscribeDepth may ask for;
+// more are answered with MaxDepthLevels, 0 with DefaultDepthLevels.
+const (
+	MaxDepthLevels     = 100
+	DefaultDepthLevels = 10
+)
+
+// AppendSubscribeDepth appends a SubscribeDepth command (handled by the
+// service, not the engine) to dst.
+func AppendSubscribeDepth(dst []byte, source, seq uint64, instrument uint32, levels uint16) []byte {
+	off := len(dst)
+	dst = append(dst, make([]byte, enginesbe.MessageHeaderEncodedLength+enginesbe.SubscribeDepthBlockLength)...)
+	var e enginesbe.SubscribeDepthEncoder
+	_ = e.WrapAndApplyHeader(dst, off)
+	e.Source(source).Seq(seq).Instrument(instrument).Levels(levels)
+	return dst
+}
+
+// DecodeSubscribeDepth decodes a SubscribeDepth command.
+func DecodeSubscribeDepth(b []byte) (source, seq uint64, instrument uint32, levels uint16, err error) {
+	var d enginesbe.SubscribeDepthDecoder
+	if err := d.WrapWithHeader(b, 0); err != nil {
+		return 0, 0, 0, 0, err
+	}
+	return d.Source(), d.Seq(), d.Instrument(), d.Levels(), nil
+}
+
+// AppendDepthSnapshotEnd appends a DepthSnapshotEnd message to dst.
+func AppendDepthSnapshotEnd(dst []byte, source, seq uint64, instrument uint32, levels uint16) []byte {
+	off := len(dst)
+	dst = append(dst, make([]byte, enginesbe.MessageHeaderEncodedLength+enginesbe.DepthSnapshotEndBlockLength)...)
+	var e enginesbe.DepthSnapshotEndEncoder
+	_ = e.WrapAndApplyHeader(dst, off)
+	e.Source(source).Seq(seq).Instrument(instrument).Levels(levels)
+	return dst
+}
+
+// DecodeDepthSnapshotEnd decodes a DepthSnapshotEnd message.
+func DecodeDepthSnapshotEnd(b []byte) (source, seq uint64, instrument uint32, levels uint16, err error) {
+	var d enginesbe.DepthSnapshotEndDecoder
+	if err := d.WrapWithHeader(b, 0); err != nil {
+		return 0, 0, 0, 0, err
+	}
+	return d.Source(), d.Seq(), d.Instrument(), d.Levels(), nil
+}
+
+// CheckCommand checks that b is exactly one well-formed command message
+// (an engine command or SubscribeDepth) as a server must before offering
+// it to the log: schema 7002, a command template, a block at least the
+// schema's and a message length that is exactly header plus block. It
+// returns the command's source.
+func CheckCommand(b []byte) (source uint64, err error) {
+	h, err := enginesbe.WrapMessageHeader(b, 0)
+	if err != nil {
+		return 0, fmt.Errorf("enginesvc: command of %d bytes is shorter than a message header", len(b))
+	}
+	if h.SchemaId() != enginesbe.SchemaID {
+		return 0, fmt.Errorf("enginesvc: message of schema %d, want %d", h.SchemaId(), enginesbe.SchemaID)
+	}
+	var want int
+	switch h.TemplateId() {
+	case enginesbe.DefineInstrumentTemplateID:
+		want = enginesbe.DefineInstrumentBlockLength
+	case enginesbe.NewOrderTemplateID:
+		want = enginesbe.NewOrderBlockLength
+	case enginesbe.CancelTemplateID:
+		want = enginesbe.CancelBlockLength
+	case enginesbe.ModifyTemplateID:
+		want = enginesbe.ModifyBlockLength
+	case enginesbe.MassCancelTemplateID:
+		want = enginesbe.MassCancelBlockLength
+	case enginesbe.MarkPriceTemplateID:
+		want = enginesbe.MarkPriceBlockLength
+	case enginesbe.SubscribeDepthTemplateID:
+		want = enginesbe.SubscribeDepthBlockLength
+	default:
+		return 0, fmt.Errorf("enginesvc: template %d of schema %d is not a command", h.TemplateId(), enginesbe.SchemaID)
+	}
+	bl := int(h.BlockLength())
+	if bl < want {
+		return 0, fmt.Errorf("enginesvc: command template %d with block length %d, want at least %d", h.TemplateId(), bl, want)
+	}
+	if len(b) != enginesbe.MessageHeaderEncodedLength+bl {
+		return 0, fmt.Errorf("enginesvc: command template %d of %d bytes, its header says %d", h.TemplateId(), len(b), enginesbe.MessageHeaderEncodedLength+bl)
+	}
+	// Every command starts with its uint64 source.
+	return uint64(b[8]) | uint64(b[9])<<8 | uint64(b[10])<<16 | uint64(b[11])<<24 |
+		uint64(b[12])<<32 | uint64(b[13])<<40 | uint64(b[14])<<48 | uint64(b[15])<<56, nil
 }

@@ -8,6 +8,27 @@
 // message that does not decode is skipped (and counted), as it is in the log
 // and every replay must skip it the same way.
 //
+// A command the engine ignores as a duplicate — its (Source, Seq) at or below
+// the source's high-water mark, so Apply returns no events — is answered
+// with a Duplicate message (EvDuplicate) so that a client resending after a
+// reconnect learns it was applied before. Every other command ends with its
+// Release event.
+//
+// # Depth subscriptions
+//
+// A SubscribeDepth command (enginesbe template 7) never reaches the engine:
+// the service answers it with the instrument's current top levels (buy side
+// best first, then sell side, as Depth messages carrying the subscription's
+// source and seq) and a DepthSnapshotEnd, then adds the session to the
+// instrument's subscribers. From then on every Depth event the engine emits
+// for the instrument, for any session's command, is also offered to each
+// subscribed session (the session whose command it is gets it once, in its
+// own answer). Subscriptions are egress routing, not engine state: they are
+// not in snapshots, and they end when the session closes. A node replaying
+// its log rebuilds them with the sessions; after a restart from a snapshot
+// the sessions of before the restart have no subscriptions, which is moot
+// as the server closes those sessions anyway.
+//
 // Snapshots go through snapshot.Publisher: OnTakeSnapshot takes the live
 // engine linearly (stop the world); PrepareSnapshot clones the engine
 // (engine.Engine.Clone, O(instruments)) and returns a task that encodes the
@@ -21,9 +42,11 @@ package enginesvc
 import (
 	"fmt"
 	"runtime"
+	"slices"
 
 	"github.com/matchlog/matchlog/cluster"
 	"github.com/matchlog/matchlog/engine"
+	"github.com/matchlog/matchlog/sbe/enginesbe"
 	"github.com/matchlog/matchlog/sbe/snapshotsbe"
 	"github.com/matchlog/matchlog/snapshot"
 )
@@ -67,6 +90,9 @@ type Service struct {
 	cmd     engine.Command
 	buf     []byte
 	Skipped int64 // messages that did not decode
+
+	subs   map[uint32][]int64 // instrument -> subscribed sessions
+	levels []engine.Level     // scratch of subscribe
 }
 
 var _ cluster.PauselessService = (*Service)(nil)
@@ -175,23 +201,95 @@ func (w *endWatcher) Poll(h snapshot.FragmentHandler, limit int) int {
 // OnSessionOpen implements cluster.Service.
 func (s *Service) OnSessionOpen(*cluster.ClientSession, int64) error { return nil }
 
-// OnSessionClose implements cluster.Service.
-func (s *Service) OnSessionClose(*cluster.ClientSession, int64, cluster.CloseReason) error {
+// OnSessionClose implements cluster.Service: the session's depth
+// subscriptions end.
+func (s *Service) OnSessionClose(sess *cluster.ClientSession, _ int64, _ cluster.CloseReason) error {
+	for inst, ids := range s.subs {
+		if i := slices.Index(ids, sess.ID); i >= 0 {
+			ids = slices.Delete(ids, i, i+1)
+			if len(ids) == 0 {
+				delete(s.subs, inst)
+			} else {
+				s.subs[inst] = ids
+			}
+		}
+	}
 	return nil
 }
 
+// DepthSubscribers returns how many sessions subscribe to an instrument's
+// depth (call it on the node's goroutine).
+func (s *Service) DepthSubscribers(instrument uint32) int { return len(s.subs[instrument]) }
+
+// isSubscribe reports whether msg is a SubscribeDepth command.
+func isSubscribe(msg []byte) bool {
+	h, err := enginesbe.WrapMessageHeader(msg, 0)
+	return err == nil && h.SchemaId() == enginesbe.SchemaID && h.TemplateId() == enginesbe.SubscribeDepthTemplateID
+}
+
+// subscribe answers a SubscribeDepth with the current levels and adds the
+// session to the instrument's subscribers.
+func (s *Service) subscribe(sess *cluster.ClientSession, msg []byte) {
+	source, seq, inst, levels, err := DecodeSubscribeDepth(msg)
+	if err != nil {
+		s.Skipped++
+		return
+	}
+	n := int(levels)
+	switch {
+	case n == 0:
+		n = DefaultDepthLevels
+	case n > MaxDepthLevels:
+		n = MaxDepthLevels
+	}
+	for _, side := range [2]engine.Side{engine.Buy, engine.Sell} {
+		s.levels = s.eng.Depth(inst, side, n, s.levels[:0])
+		for _, l := range s.levels {
+			ev := engine.Event{Kind: engine.EvDepth, Source: source, Seq: seq, Instrument: inst, Side: side,
+				Price: l.Price, Qty: l.Qty, Count: l.Count}
+			s.buf = AppendEvent(s.buf[:0], &ev)
+			s.c.Offer(sess.ID, s.buf)
+		}
+	}
+	s.buf = AppendDepthSnapshotEnd(s.buf[:0], source, seq, inst, uint16(n))
+	s.c.Offer(sess.ID, s.buf)
+	if s.subs == nil {
+		s.subs = map[uint32][]int64{}
+	}
+	if !slices.Contains(s.subs[inst], sess.ID) {
+		s.subs[inst] = append(s.subs[inst], sess.ID)
+	}
+}
+
 // OnSessionMessage implements cluster.Service: one command in, its events
-// out to the session.
+// out to the session (and Depth events to the instrument's subscribers);
+// a SubscribeDepth is handled here, not by the engine.
 func (s *Service) OnSessionMessage(sess *cluster.ClientSession, ts int64, msg []byte, pos int64) error {
 	if err := DecodeCommand(msg, &s.cmd); err != nil {
+		if isSubscribe(msg) {
+			s.subscribe(sess, msg)
+			return nil
+		}
 		s.Skipped++
 		return nil
 	}
 	s.cmd.Time = ts
 	evs := s.eng.Apply(&s.cmd)
+	if len(evs) == 0 {
+		// At or below the source's high-water mark: applied before.
+		s.buf = AppendDuplicate(s.buf[:0], s.cmd.Source, s.cmd.Seq)
+		s.c.Offer(sess.ID, s.buf)
+	}
 	for i := range evs {
 		s.buf = AppendEvent(s.buf[:0], &evs[i])
 		s.c.Offer(sess.ID, s.buf)
+		if evs[i].Kind == engine.EvDepth && len(s.subs) != 0 {
+			for _, id := range s.subs[evs[i].Instrument] {
+				if id != sess.ID {
+					s.c.Offer(id, s.buf)
+				}
+			}
+		}
 	}
 	if s.opts.OnApplied != nil {
 		s.opts.OnApplied(pos, &s.cmd, evs)
