@@ -33,6 +33,8 @@ func init() {
 		{"cluster", "cluster <cmd>", "Aeron ClusterTool-style: recording-log, recovery-plan, snapshot, invalidate-latest-snapshot, describe", runCluster},
 		{"archive", "archive <cmd>", "Aeron ArchiveTool-style: describe, verify, detach, delete, purge, replay", runArchive},
 		{"bench", "bench <what>", "measure: engine (mix, depth, heap, clone, restore), snapshot (take, restore), archive (recorder vs raw writes)", func(args []string, _, _ io.Writer) error { return runBench(args) }},
+		{"node", "node", "run a node: TCP ingress/egress on 127.0.0.1, until SIGINT/SIGTERM", runNode},
+		{"demo", "demo", "the main job: a node on 127.0.0.1, 1M orders preloaded, probes, both snapshots, a restart; a report (--json, --plot)", runDemo},
 		{"help", "help", "show this list", func(_ []string, stdout, _ io.Writer) error { usage(stdout); return nil }},
 	}
 }
