@@ -343,7 +343,20 @@ func ScanSegment(r io.ReaderAt, size int64, p SegmentParams, visit func(Frame) e
 		if err != nil {
 			return res, err
 		}
-		if DecodeFrameHeader(hb).Type == FrameTypeData {
+		if h := DecodeFrameHeader(hb); h.Type == FrameTypeData && HasFrameChecksum(h.ReservedValue) {
+			// A checksummed frame is known whole or torn.
+			pb, err := w.read(res.LastFrameOffset+FrameHeaderLength, int64(lastLength)-FrameHeaderLength)
+			if err != nil {
+				return res, err
+			}
+			if FrameChecksum(pb) != h.ReservedValue {
+				res.Problem = &FrameProblem{Kind: TornTail, Offset: res.LastFrameOffset,
+					Reason: fmt.Sprintf("last frame (length %d) does not match the checksum in its reserved value", lastLength)}
+				res.End = res.LastFrameOffset
+				res.Frames--
+				res.DataFrames--
+			}
+		} else if h.Type == FrameTypeData {
 			if z, ok, err := straddleZeroPage(&w, res.LastFrameOffset, int64(lastLength)); err != nil {
 				return res, err
 			} else if ok {

@@ -604,7 +604,7 @@ func (n *Node) release() {
 
 // offerLog appends one encoded entry to the log; false when back-pressured.
 func (n *Node) offerLog(msg []byte) (bool, error) {
-	pos, err := n.pub.Offer(msg)
+	pos, err := offerChecksummed(n.pub, msg)
 	if err != nil {
 		return false, err
 	}

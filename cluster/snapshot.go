@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/matchlog/matchlog/archive"
 	"github.com/matchlog/matchlog/internal/logbuf"
 	acs "github.com/matchlog/matchlog/sbe/aeronclustersbe"
 	"github.com/matchlog/matchlog/snapshot"
@@ -173,6 +174,7 @@ func (n *Node) writeSnapshot(stream int32, termLength int, pauseless bool, body 
 		sp.yieldEvery = n.opts.SnapshotYieldEvery
 	}
 	sp.c.Pub = sp.pub
+	sp.c.Checksum = archive.FrameChecksum
 	err = body(sp)
 	t1 := time.Now()
 	if err == nil {
@@ -241,7 +243,7 @@ func (s *snapPub) MaxPayloadLength() int { return s.c.MaxPayloadLength() }
 // Offer implements Publication.
 func (s *snapPub) Offer(msg []byte) (int64, error) {
 	for {
-		pos, err := s.pub.Offer(msg)
+		pos, err := offerChecksummed(s.pub, msg)
 		if err != nil || pos != logbuf.BackPressured {
 			return pos, err
 		}
@@ -249,4 +251,17 @@ func (s *snapPub) Offer(msg []byte) (int64, error) {
 			return 0, err
 		}
 	}
+}
+
+// offerChecksummed offers msg as one frame with archive.FrameChecksum in
+// its reserved value.
+func offerChecksummed(p *logbuf.ExclusivePublication, msg []byte) (int64, error) {
+	c, pos, err := p.TryClaim(len(msg))
+	if err != nil || pos < 0 {
+		return pos, err
+	}
+	copy(c.Buffer(), msg)
+	c.SetReservedValue(archive.FrameChecksum(msg))
+	c.Commit()
+	return pos, nil
 }

@@ -33,7 +33,11 @@ const (
 // It holds the outstanding claim, so claiming allocates nothing.
 type PublicationClaimer struct {
 	Pub *logbuf.ExclusivePublication
-	c   logbuf.Claim
+	// Checksum, if set, returns the reserved value of a frame with this
+	// payload, written at Commit (archive.FrameChecksum, so that a torn
+	// last frame is told from a whole one after a crash).
+	Checksum func(payload []byte) int64
+	c        logbuf.Claim
 }
 
 // TryClaim implements [Claimer].
@@ -47,7 +51,12 @@ func (a *PublicationClaimer) TryClaim(length int) ([]byte, int64, error) {
 }
 
 // Commit implements [Claimer].
-func (a *PublicationClaimer) Commit() { a.c.Commit() }
+func (a *PublicationClaimer) Commit() {
+	if a.Checksum != nil {
+		a.c.SetReservedValue(a.Checksum(a.c.Buffer()))
+	}
+	a.c.Commit()
+}
 
 // Abort implements [Claimer].
 func (a *PublicationClaimer) Abort() { a.c.Abort() }

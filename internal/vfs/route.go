@@ -120,7 +120,9 @@ func (r *Rebase) Open(name string) (File, error) { return r.FS.Open(r.p(name)) }
 func (r *Rebase) OpenRW(name string) (File, error) { return r.FS.OpenRW(r.p(name)) }
 
 // Rename implements FS.
-func (r *Rebase) Rename(oldname, newname string) error { return r.FS.Rename(r.p(oldname), r.p(newname)) }
+func (r *Rebase) Rename(oldname, newname string) error {
+	return r.FS.Rename(r.p(oldname), r.p(newname))
+}
 
 // Remove implements FS.
 func (r *Rebase) Remove(name string) error { return r.FS.Remove(r.p(name)) }
