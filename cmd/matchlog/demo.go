@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/matchlog/matchlog/internal/demo"
+)
+
+// runDemo is `matchlog demo`: the main job on an embedded default.
+func runDemo(args []string, stdout, stderr io.Writer) error {
+	var o demo.Options
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs.StringVar(&o.Dir, "dir", "", "node directory (default: a temporary directory, removed afterwards)")
+	fs.IntVar(&o.Orders, "orders", 1_000_000, "resting orders to preload")
+	fs.IntVar(&o.Instruments, "instruments", 8, "instruments the orders are spread over")
+	fs.Float64Var(&o.Rate, "rate", 5000, "probe orders a second")
+	fs.IntVar(&o.SyncLevel, "sync", 1, "file sync level of the log: 0 none, 1 data, 2 data and metadata")
+	fs.DurationVar(&o.Baseline, "baseline", 3*time.Second, "probes before the first snapshot")
+	fs.DurationVar(&o.Gap, "gap", 1500*time.Millisecond, "probes after each snapshot and after the restart")
+	fs.Uint64Var(&o.Seed, "seed", 1, "seed of the preloaded book")
+	asJSON := fs.Bool("json", false, "print the report as one JSON object")
+	plotFile := fs.String("plot", "", "write probe latency over time to FILE.svg or FILE.html")
+	quiet := fs.Bool("quiet", false, "no progress on stderr")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), "usage: matchlog demo [flags]\n\n"+
+			"Starts a node in a temporary directory, preloads resting orders through its TCP\n"+
+			"ingress, runs a fixed-rate probe stream, takes a pauseless and a stop-the-world\n"+
+			"snapshot, restarts the node from its snapshot and log, and reports take times,\n"+
+			"client pauses, probe latency, restart time and whether the state hash survived.\n\n")
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	bad := func(format string, a ...any) error {
+		fmt.Fprintf(stderr, "demo: "+format+"\n", a...)
+		fs.Usage()
+		return errUsage
+	}
+	switch {
+	case o.Orders < 1:
+		return bad("--orders must be at least 1")
+	case o.Instruments < 1 || o.Instruments > 1<<16:
+		return bad("--instruments must be 1 to 65536")
+	case o.Rate <= 0 || o.Rate > 1_000_000:
+		return bad("--rate must be above 0 and at most 1000000")
+	case o.SyncLevel < 0 || o.SyncLevel > 2:
+		return bad("--sync must be 0, 1 or 2")
+	case o.Baseline <= 0 || o.Gap <= 0:
+		return bad("--baseline and --gap must be positive")
+	}
+	if *plotFile != "" {
+		switch strings.ToLower(filepath.Ext(*plotFile)) {
+		case ".svg", ".html", ".htm":
+		default:
+			return bad("--plot %q: the file must end in .svg or .html", *plotFile)
+		}
+	}
+	if !*quiet {
+		o.Progress = stderr
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	rep, err := demo.Run(ctx, o)
+	if err != nil {
+		return err
+	}
+	if *plotFile != "" {
+		if err := rep.Chart().WriteFile(*plotFile); err != nil {
+			return err
+		}
+		if !*quiet {
+			fmt.Fprintf(stderr, "plot: %s\n", *plotFile)
+		}
+	}
+	if *asJSON {
+		err = writeJSON(stdout, rep)
+	} else {
+		err = rep.WriteText(stdout)
+	}
+	if err != nil {
+		return err
+	}
+	if !rep.StateHashEqual {
+		return fmt.Errorf("demo: state hash after the restart %s differs from %s before it", rep.StateHashAfter, rep.StateHashBefore)
+	}
+	return nil
+}

@@ -1,0 +1,418 @@
+//go:build unix
+
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/matchlog/matchlog/archive"
+	"github.com/matchlog/matchlog/client"
+	"github.com/matchlog/matchlog/cluster"
+	"github.com/matchlog/matchlog/cluster/enginesvc"
+	"github.com/matchlog/matchlog/cluster/recordinglog"
+	"github.com/matchlog/matchlog/engine"
+	"github.com/matchlog/matchlog/internal/vfs"
+)
+
+var (
+	kill9N    = flag.Int("kill9.n", 50, "kill -9 rounds of TestKill9 (10 with -short)")
+	kill9Seed = flag.Uint64("kill9.seed", 0, "seed of TestKill9 (0: from the clock, printed)")
+)
+
+// childArgsEnv makes the test binary run the matchlog command line it
+// names (fields separated by \x1f) instead of the tests: the node child of
+// TestKill9.
+const childArgsEnv = "MATCHLOG_TEST_MAIN_ARGS"
+
+func TestMain(m *testing.M) {
+	if args := os.Getenv(childArgsEnv); args != "" {
+		os.Exit(run(strings.Split(args, "\x1f"), os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// nodeChild is `matchlog node` running as a child process.
+type nodeChild struct {
+	cmd  *exec.Cmd
+	addr string
+}
+
+func startNodeChild(t *testing.T, dir, listen string, extra ...string) *nodeChild {
+	t.Helper()
+	args := append([]string{"node", "--dir", dir, "--listen", listen}, extra...)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childArgsEnv+"="+strings.Join(args, "\x1f"))
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &lockedWriter{b: &stderr}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if a, ok := strings.CutPrefix(sc.Text(), "listening "); ok {
+				line <- a
+			}
+		}
+		close(line)
+	}()
+	select {
+	case a, ok := <-line:
+		if !ok {
+			cmd.Wait()
+			t.Fatalf("node child exited before listening: %s", stderr.String())
+		}
+		return &nodeChild{cmd: cmd, addr: a}
+	case <-time.After(60 * time.Second):
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("node child did not listen within 60 s: %s", stderr.String())
+	}
+	return nil
+}
+
+// kill sends SIGKILL and reaps the child.
+func (c *nodeChild) kill() {
+	c.cmd.Process.Kill()
+	c.cmd.Wait()
+}
+
+type lockedWriter struct {
+	mu sync.Mutex
+	b  *strings.Builder
+}
+
+func (w *lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.b.Len() < 1<<16 {
+		w.b.Write(p)
+	}
+	return len(p), nil
+}
+
+// freePort returns a loopback address with a port free right now.
+func freePort(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// TestKill9 runs `matchlog node` as a child process under client load and
+// kills it with SIGKILL at random moments — while the book is preloaded,
+// while snapshots are written (every 64 KiB of log), while the log is
+// written — then, before restarting it, opens the directory in this
+// process and checks: the recovered engine's state hash equals that of an
+// engine fed the log's commands from the start (the durable prefix: what
+// the log recording holds after recovery); every command the client got
+// its Release (or Duplicate) for is in that log (file sync level 1);
+// recording.log and the catalog agree (recovery plan, archive verify).
+// The client reconnects to each new child, resends what was unanswered
+// and goes on; nothing is applied twice (the engine ignores a resent
+// (source, seq) and answers Duplicate).
+func TestKill9(t *testing.T) {
+	rounds := *kill9N
+	if testing.Short() {
+		rounds = min(rounds, 10)
+	}
+	seed := *kill9Seed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seed %d (-kill9.seed to repeat), %d rounds", seed, rounds)
+	rng := rand.New(rand.NewPCG(seed, 9))
+	dir := filepath.Join(t.TempDir(), "node")
+	listen := freePort(t)
+	nodeArgs := []string{"--sync", "1", "--snapshot-every-bytes", "65536", "--session-timeout", "30s"}
+
+	child := startNodeChild(t, dir, listen, nodeArgs...)
+	defer func() {
+		if child != nil {
+			child.kill()
+		}
+	}()
+
+	const clientID = 7
+	var mu sync.Mutex
+	acked := map[uint64]bool{} // seqs answered Release or Duplicate
+	var dups atomic.Int64
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	c, err := client.Dial(ctx, client.Options{Addr: child.addr, ClientID: clientID, Reconnect: true,
+		ReconnectMin: time.Millisecond, ReconnectMax: 50 * time.Millisecond, ReconnectTimeout: 2 * time.Minute,
+		MaxOutstanding: 1 << 16,
+		OnEvent: func(ev *engine.Event) {
+			if ev.Kind == engine.EvRelease {
+				mu.Lock()
+				acked[ev.Seq] = true
+				mu.Unlock()
+			}
+		},
+		OnDuplicate: func(_, seq uint64) {
+			dups.Add(1)
+			mu.Lock()
+			acked[seq] = true
+			mu.Unlock()
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Send(&engine.Command{Kind: engine.CmdDefineInstrument, Instrument: 1, Tick: 1, Lot: 1, MinPrice: 1, MaxPrice: 1 << 20}); err != nil {
+		t.Fatal(err)
+	}
+
+	// The load: resting orders while preloading (the first fifth of the
+	// rounds), then a mix of crossing orders, cancels and modifies.
+	var paused atomic.Bool
+	var preloading atomic.Bool
+	preloading.Store(true)
+	stop := make(chan struct{})
+	loadDone := make(chan error, 1)
+	go func() {
+		lr := rand.New(rand.NewPCG(seed, 10))
+		var id uint64
+		for {
+			select {
+			case <-stop:
+				loadDone <- nil
+				return
+			default:
+			}
+			if paused.Load() || c.Outstanding() >= 512 {
+				time.Sleep(200 * time.Microsecond)
+				continue
+			}
+			var cmd engine.Command
+			side := engine.Side(lr.IntN(2))
+			switch k := lr.IntN(10); {
+			case preloading.Load() || k < 5:
+				id++
+				price := int64(1000 - 1 - lr.IntN(200))
+				if side == engine.Sell {
+					price = int64(1000 + 1 + lr.IntN(200))
+				}
+				cmd = engine.Command{Kind: engine.CmdNewOrder, Instrument: 1, OrderID: id, Account: uint64(lr.IntN(50)) + 1,
+					Side: side, Type: engine.Limit, TIF: engine.GTC, Price: price, Qty: int64(lr.IntN(20)) + 1}
+			case k < 7: // crosses a few levels
+				id++
+				price := int64(1000 + lr.IntN(30))
+				if side == engine.Sell {
+					price = int64(1000 - lr.IntN(30))
+				}
+				cmd = engine.Command{Kind: engine.CmdNewOrder, Instrument: 1, OrderID: id, Account: uint64(lr.IntN(50)) + 1,
+					Side: side, Type: engine.Limit, TIF: engine.IOC, Price: price, Qty: int64(lr.IntN(60)) + 1}
+			case k < 9:
+				cmd = engine.Command{Kind: engine.CmdCancel, Instrument: 1, OrderID: uint64(lr.Int64N(int64(id)+1)) + 1}
+			default:
+				cmd = engine.Command{Kind: engine.CmdModify, Instrument: 1, OrderID: uint64(lr.Int64N(int64(id)+1)) + 1,
+					Price: int64(900 + lr.IntN(200)), Qty: int64(lr.IntN(20)) + 1}
+			}
+			if _, err := c.Send(&cmd); err != nil {
+				loadDone <- err
+				return
+			}
+		}
+	}()
+	defer func() {
+		select {
+		case <-stop:
+		default:
+			close(stop)
+		}
+	}()
+
+	phases := map[string]int{}
+	var lastLog int64
+	for round := 0; round < rounds; round++ {
+		if round == rounds/5 {
+			preloading.Store(false)
+		}
+		// Let the load run, then kill.
+		time.Sleep(time.Duration(5+rng.IntN(150)) * time.Millisecond)
+		child.kill()
+		child = nil
+		paused.Store(true)
+		mu.Lock()
+		ackedNow := make([]uint64, 0, len(acked))
+		for s := range acked {
+			ackedNow = append(ackedNow, s)
+		}
+		mu.Unlock()
+
+		phase, logPos := checkKilledDir(t, round, dir, ackedNow, clientID)
+		if round < rounds/5 {
+			phase = "preload, " + phase
+		}
+		phases[phase]++
+		if logPos < lastLog {
+			t.Fatalf("round %d: the log shrank from %d to %d", round, lastLog, logPos)
+		}
+		lastLog = logPos
+
+		// Snapshots every 64 KiB of log (most kills land in one) or
+		// every 1 MiB (most land in log writes).
+		every := []string{"65536", "1048576"}[rng.IntN(2)]
+		child = startNodeChild(t, dir, listen, append(nodeArgs, "--snapshot-every-bytes", every)...)
+		paused.Store(false)
+		// The client reconnects and its unanswered commands are answered
+		// before the next kill comes, most of the time: wait a little.
+		wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
+		for c.Outstanding() > 256 && wctx.Err() == nil {
+			time.Sleep(time.Millisecond)
+		}
+		wcancel()
+		if err := c.Err(); err != nil {
+			t.Fatalf("round %d: client failed: %v", round, err)
+		}
+	}
+	close(stop)
+	if err := <-loadDone; err != nil {
+		t.Fatalf("load: %v", err)
+	}
+	// The last child serves every outstanding command.
+	wctx, wcancel := context.WithTimeout(ctx, 60*time.Second)
+	err = c.Wait(wctx)
+	wcancel()
+	if err != nil {
+		t.Fatalf("after the last restart, %d commands unanswered: %v", c.Outstanding(), err)
+	}
+	mu.Lock()
+	n := len(acked)
+	mu.Unlock()
+	if want := int(c.NextSeq() - 1); n != want {
+		t.Fatalf("%d commands answered, %d sent", n, want)
+	}
+	if rounds >= 20 {
+		var inSnap, inLog int
+		for k, v := range phases {
+			if strings.HasSuffix(k, "snapshot") {
+				inSnap += v
+			} else {
+				inLog += v
+			}
+		}
+		if inSnap == 0 || inLog == 0 {
+			t.Errorf("kills %v: want some during snapshots and some during log writes only", phases)
+		}
+	}
+	t.Logf("%d kills %v; %d commands, all answered (%d as Duplicate after a resend); log %d bytes", rounds, phases, n, dups.Load(), lastLog)
+}
+
+// checkKilledDir opens the directory of a killed node in this process and
+// checks it (see TestKill9). It returns what the node was doing when it
+// was killed, as the recovery found it, and the log's length.
+func checkKilledDir(t *testing.T, round int, dir string, acked []uint64, clientID uint64) (string, int64) {
+	t.Helper()
+	fail := func(format string, args ...any) {
+		t.Helper()
+		if keep := os.Getenv("MATCHLOG_KILL9_KEEP"); keep != "" {
+			exec.Command("cp", "-a", dir, keep).Run()
+		}
+		t.Fatalf("round %d: "+format+" (directory %s)", append([]any{round}, append(args, dir)...)...)
+	}
+	svc := enginesvc.New(enginesvc.Options{})
+	node, err := cluster.Open(cluster.Options{Dir: dir, Service: svc, FileSyncLevel: 1})
+	if err != nil {
+		fail("open after kill -9: %v", err)
+	}
+	rec := node.Recovery()
+	phase := "log write"
+	for _, r := range rec.Archive {
+		if r.RecordingID != node.LogRecordingID() {
+			phase = "snapshot"
+		}
+	}
+	recovered := svc.Engine().StateHash()
+	if err := node.Close(); err != nil {
+		fail("close: %v", err)
+	}
+
+	// The model: a fresh engine fed every command of the log in order.
+	model := engine.New()
+	inLog := map[uint64]bool{}
+	var cmd engine.Command
+	var logEnd int64
+	err = cluster.ScanLog(vfs.Default, dir, func(e *cluster.LogEntry) error {
+		logEnd = e.Position
+		if e.Template != 1 {
+			return nil
+		}
+		if enginesvc.DecodeCommand(e.Payload, &cmd) != nil {
+			return nil // skipped by the service too
+		}
+		cmd.Time = e.Timestamp
+		if cmd.Source == clientID {
+			inLog[cmd.Seq] = true
+		}
+		model.Apply(&cmd)
+		return nil
+	})
+	if err != nil {
+		fail("scan log: %v", err)
+	}
+	if got := model.StateHash(); got != recovered {
+		fail("recovered state hash %x, the log's commands give %x", recovered, got)
+	}
+	for _, s := range acked {
+		if !inLog[s] {
+			fail("command seq %d was answered before the kill but is not in the log", s)
+		}
+	}
+
+	// recording.log and the catalog agree.
+	cat, err := archive.OpenCatalogFile(vfs.Default, filepath.Join(dir, "archive"), archive.CatalogOptions{ReadOnly: true})
+	if err != nil {
+		fail("catalog: %v", err)
+	}
+	l, err := recordinglog.Open(vfs.Default, filepath.Join(dir, "cluster"), recordinglog.Options{ReadOnly: true})
+	if err != nil {
+		cat.Close()
+		fail("recording.log: %v", err)
+	}
+	plan, err := l.CreateRecoveryPlan(cat, 1)
+	l.Close()
+	cat.Close()
+	if err == nil {
+		err = plan.Err()
+	}
+	if err != nil {
+		fail("recovery plan: %v", err)
+	}
+	vr, err := archive.Verify(vfs.Default, filepath.Join(dir, "archive"), archive.VerifyOptions{})
+	if err != nil {
+		fail("verify: %v", err)
+	}
+	if !vr.OK() {
+		var probs []string
+		for _, r := range vr.Recordings {
+			for _, p := range r.Problems {
+				probs = append(probs, fmt.Sprintf("recording %d: %s", r.RecordingID, p))
+			}
+		}
+		fail("archive verify: %s", strings.Join(probs, "; "))
+	}
+	return phase, logEnd
+}
