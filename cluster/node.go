@@ -172,8 +172,22 @@ type ingress struct {
 	session int64
 	channel string
 	stream  int32
-	data    []byte
+	off, n  int // a message's bytes in its queue's arena
 	reason  CloseReason
+}
+
+// inQueue is a batch of ingress with the messages' bytes in one arena.
+// Offer appends to the node's input queue under its mutex; the duty cycle
+// swaps it with its drained work queue and sequences from that without
+// the lock, so that neither side allocates once the arenas have grown.
+type inQueue struct {
+	items []ingress
+	arena []byte
+}
+
+func (q *inQueue) reset() {
+	q.items = q.items[:0]
+	q.arena = q.arena[:0]
 }
 
 type egressMsg struct {
@@ -237,7 +251,9 @@ type Node struct {
 
 	// ingress (guarded by mu)
 	mu            sync.Mutex
-	in            []ingress
+	in            inQueue // appended to by Connect, Offer, Close (under mu)
+	work          inQueue // being sequenced by the duty cycle
+	workHead      int     // next item of work
 	nextSessionID int64
 	pendingOpen   map[int64]bool
 	snapRequested bool
@@ -402,7 +418,7 @@ func (n *Node) Connect(responseChannel string, responseStreamID int32) (int64, e
 	id := n.nextSessionID
 	n.nextSessionID++
 	n.pendingOpen[id] = true
-	n.in = append(n.in, ingress{kind: inOpen, session: id, channel: responseChannel, stream: responseStreamID})
+	n.in.items = append(n.in.items, ingress{kind: inOpen, session: id, channel: responseChannel, stream: responseStreamID})
 	return id, nil
 }
 
@@ -418,7 +434,9 @@ func (n *Node) Offer(sessionID int64, msg []byte) error {
 	if n.closed {
 		return ErrClosed
 	}
-	n.in = append(n.in, ingress{kind: inMessage, session: sessionID, data: append([]byte(nil), msg...)})
+	off := len(n.in.arena)
+	n.in.arena = append(n.in.arena, msg...)
+	n.in.items = append(n.in.items, ingress{kind: inMessage, session: sessionID, off: off, n: len(msg)})
 	return nil
 }
 
@@ -437,7 +455,7 @@ func (n *Node) CloseSessionReason(sessionID int64, reason CloseReason) error {
 	if n.closed {
 		return ErrClosed
 	}
-	n.in = append(n.in, ingress{kind: inClose, session: sessionID, reason: reason})
+	n.in.items = append(n.in.items, ingress{kind: inClose, session: sessionID, reason: reason})
 	return nil
 }
 
@@ -546,12 +564,13 @@ func (n *Node) doWork() (int, error) {
 // Pending is how many ingress messages wait to be sequenced plus how many
 // egress messages wait for durability. A duty cycle may do no work while
 // some are pending (the log is back-pressured while a pauseless snapshot
-// holds the archive); the caller idles and calls DoWork again.
+// holds the archive); the caller idles and calls DoWork again. Call it
+// from the goroutine that runs DoWork.
 func (n *Node) Pending() int {
 	n.mu.Lock()
-	in := len(n.in)
+	in := len(n.in.items)
 	n.mu.Unlock()
-	return in + len(n.egress)
+	return in + len(n.work.items) - n.workHead + len(n.egress)
 }
 
 // step delivers the log to the service, records it and releases egress.
@@ -618,12 +637,18 @@ func (n *Node) offerLog(msg []byte) (bool, error) {
 // sequence appends ingress, due timers and a due snapshot request.
 func (n *Node) sequence() (int, error) {
 	n.mu.Lock()
-	batch := n.in
-	if len(batch) > n.opts.MaxBatch {
-		batch = batch[:n.opts.MaxBatch]
+	if n.workHead == len(n.work.items) {
+		// The work queue is drained: take what was offered since.
+		n.work.reset()
+		n.work, n.in = n.in, n.work
+		n.workHead = 0
 	}
 	snapReq, reqMode := n.snapRequested, n.reqMode
 	n.mu.Unlock()
+	batch := n.work.items[n.workHead:]
+	if len(batch) > n.opts.MaxBatch {
+		batch = batch[:n.opts.MaxBatch]
+	}
 	done := 0
 	now := n.timestamp()
 	var err error
@@ -635,7 +660,7 @@ func (n *Node) sequence() (int, error) {
 			ok, err = n.offerLog(n.encodeOpen(it, now))
 		case inMessage:
 			if n.cm.sessions[it.session] != nil || n.pendingOpenLocked(it.session) {
-				ok, err = n.offerLog(n.encodeMessage(it.session, now, it.data))
+				ok, err = n.offerLog(n.encodeMessage(it.session, now, n.work.arena[it.off:it.off+it.n]))
 			}
 		case inClose:
 			if n.cm.sessions[it.session] != nil || n.pendingOpenLocked(it.session) {
@@ -650,14 +675,20 @@ func (n *Node) sequence() (int, error) {
 		}
 		done++
 	}
-	n.mu.Lock()
+	opened := false
 	for i := 0; i < done; i++ {
-		if batch[i].kind == inOpen {
-			delete(n.pendingOpen, batch[i].session)
-		}
+		opened = opened || batch[i].kind == inOpen
 	}
-	n.in = append(n.in[:0], n.in[done:]...)
-	n.mu.Unlock()
+	if opened {
+		n.mu.Lock()
+		for i := 0; i < done; i++ {
+			if batch[i].kind == inOpen {
+				delete(n.pendingOpen, batch[i].session)
+			}
+		}
+		n.mu.Unlock()
+	}
+	n.workHead += done
 	if done < len(batch) {
 		return done, nil
 	}

@@ -1,0 +1,70 @@
+package cluster_test
+
+import (
+	"testing"
+
+	"github.com/matchlog/matchlog/cluster"
+	"github.com/matchlog/matchlog/internal/vfs"
+)
+
+// nopService applies nothing and answers every message with one egress
+// message.
+type nopService struct{ c cluster.Cluster }
+
+func (s *nopService) OnStart(c cluster.Cluster, _ cluster.SnapshotImage) error { s.c = c; return nil }
+func (s *nopService) OnSessionOpen(*cluster.ClientSession, int64) error         { return nil }
+func (s *nopService) OnSessionClose(*cluster.ClientSession, int64, cluster.CloseReason) error {
+	return nil
+}
+func (s *nopService) OnSessionMessage(cs *cluster.ClientSession, _ int64, msg []byte, _ int64) error {
+	s.c.Offer(cs.ID, msg[:8])
+	return nil
+}
+func (s *nopService) OnTimerEvent(int64, int64) error { return nil }
+func (s *nopService) OnTakeSnapshot(cluster.SnapshotInfo, cluster.Publication, func() error) error {
+	return nil
+}
+func (s *nopService) OnRoleChange(cluster.Role) error   { return nil }
+func (s *nopService) OnTerminate(cluster.Cluster) error { return nil }
+
+// TestSteadyStateAllocs: once its buffers have grown, the node sequences,
+// records, applies and releases a message without allocating (Offer
+// copies into a reused arena).
+func TestSteadyStateAllocs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("allocation counts differ under -race")
+	}
+	released := 0
+	n, err := cluster.Open(cluster.Options{FS: vfs.Default, Dir: t.TempDir(), Service: &nopService{},
+		TermLength: 64 * 1024, SegmentLength: 1 << 20, FileSyncLevel: 0,
+		Clock:  func() int64 { return 1 },
+		Egress: func(int64, []byte) { released++ }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	s, _ := n.Connect("aeron:ipc", 102)
+	msg := make([]byte, 64)
+	cycle := func() {
+		for range 16 {
+			if err := n.Offer(s, msg); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for range 3 {
+			if _, err := n.DoWork(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for range 200 { // grow the arenas and queues; roll a few terms
+		cycle()
+	}
+	allocs := testing.AllocsPerRun(500, cycle)
+	if allocs != 0 {
+		t.Fatalf("%.2f allocations per cycle of 16 messages, want 0", allocs)
+	}
+	if released < 16*700 {
+		t.Fatalf("released %d", released)
+	}
+}
