@@ -12,7 +12,7 @@ import (
 type nopService struct{ c cluster.Cluster }
 
 func (s *nopService) OnStart(c cluster.Cluster, _ cluster.SnapshotImage) error { s.c = c; return nil }
-func (s *nopService) OnSessionOpen(*cluster.ClientSession, int64) error         { return nil }
+func (s *nopService) OnSessionOpen(*cluster.ClientSession, int64) error        { return nil }
 func (s *nopService) OnSessionClose(*cluster.ClientSession, int64, cluster.CloseReason) error {
 	return nil
 }
