@@ -22,8 +22,9 @@
 //     held probes go out (they are measured from their scheduled times, so
 //     the restart shows as the latency of the probes behind it).
 //  5. The report: per snapshot the take time and the client pause (the
-//     worst probe latency scheduled from the request to Settle after its
-//     completion), probe p50/p99/max outside those windows, restart time
+//     worst probe latency scheduled from Settle before the request to
+//     Settle after its completion: a probe in flight at the request waits
+//     too), probe p50/p99/max outside those windows, restart time
 //     split into snapshot load and log replay, whether the state hashes
 //     agree, and the machine's load average.
 package demo
@@ -66,8 +67,9 @@ type Options struct {
 	SyncLevel int
 	// Baseline is how long the probes run before the first snapshot
 	// (default 3 s); Gap how long after each snapshot and the restart
-	// (default 1.5 s); Settle how long after a snapshot's completion its
-	// pause window extends (default 100 ms).
+	// (default 1.5 s); Settle how far before a snapshot's request and
+	// after its completion its pause window extends (default 100 ms; the
+	// same around the restart).
 	Baseline, Gap, Settle time.Duration
 	// Window is the most preload orders in flight (default 8,192).
 	Window int
@@ -117,8 +119,9 @@ type Snapshot struct {
 	PrepareMs float64 `json:"prepare_ms"`
 	ArchiveMs float64 `json:"archive_ms"`
 	Bytes     int64   `json:"bytes"`
-	// PauseMsMax is the worst probe latency scheduled from the request to
-	// Settle after the completion; DurationMs request to completion.
+	// PauseMsMax is the worst probe latency scheduled from Settle before
+	// the request to Settle after the completion; DurationMs request to
+	// completion.
 	PauseMsMax float64 `json:"pause_ms_max"`
 	DurationMs float64 `json:"duration_ms"`
 	// AtS is when it was requested, seconds from the probes' start.
@@ -155,7 +158,8 @@ type Report struct {
 	// RestartMs is the node's whole Open (recovery plan, snapshot load,
 	// log replay, new term); SnapshotLoadMs and ReplayMs its two parts;
 	// CloseMs the clean stop before it; RestartPauseMsMax the worst probe
-	// latency scheduled from the hold to Settle after the probes resumed.
+	// latency scheduled from Settle before the hold to Settle after the
+	// probes resumed.
 	RestartMs         float64 `json:"restart_ms"`
 	SnapshotLoadMs    float64 `json:"snapshot_load_ms"`
 	ReplayMs          float64 `json:"replay_ms"`
@@ -384,8 +388,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	// Windows: each snapshot, and the restart.
 	var windows [][2]time.Time
 	for _, s := range rep.Snapshots {
-		from := sched.Start.Add(time.Duration(s.AtS * float64(time.Second)))
-		to := from.Add(time.Duration(s.DurationMs*float64(time.Millisecond)) + o.Settle)
+		at := sched.Start.Add(time.Duration(s.AtS * float64(time.Second)))
+		from, to := at.Add(-o.Settle), at.Add(time.Duration(s.DurationMs*float64(time.Millisecond))+o.Settle)
 		windows = append(windows, [2]time.Time{from, to})
 		switch s.Mode {
 		case "pauseless":
@@ -396,7 +400,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			rep.STWTakeMs = s.TakeMs
 		}
 	}
-	restartWin := [2]time.Time{holdAt, resumeAt.Add(o.Settle)}
+	restartWin := [2]time.Time{holdAt.Add(-o.Settle), resumeAt.Add(o.Settle)}
 	windows = append(windows, restartWin)
 	rep.RestartPauseMsMax = ms(rec.WindowMax(restartWin[0], restartWin[1]))
 	rep.ProbeP50Us = us(rec.QuantileOutside(windows, 0.50))
@@ -532,7 +536,7 @@ func takeSnapshot(ctx context.Context, s *server.Server, mode cluster.SnapshotMo
 	time.Sleep(settle)
 	return Snapshot{Mode: kind, TakeMs: ms(st.LastSnapshotWrite), PrepareMs: ms(st.LastSnapshotPrepare),
 		ArchiveMs: ms(st.LastSnapshotArchive), Bytes: st.SnapshotBytes - before.SnapshotBytes,
-		PauseMsMax: ms(rec.WindowMax(at, doneAt.Add(settle))), DurationMs: ms(doneAt.Sub(at)),
+		PauseMsMax: ms(rec.WindowMax(at.Add(-settle), doneAt.Add(settle))), DurationMs: ms(doneAt.Sub(at)),
 		AtS: at.Sub(start).Seconds()}, nil
 }
 
