@@ -148,6 +148,17 @@ type Stats struct {
 	// node's goroutine after the write).
 	LastSnapshotLogSync time.Duration
 	Skipped             int64 // log entries for sessions no longer open
+	// MaxLogRecord is the longest the duty cycle spent recording the log
+	// in one cycle (archive write, and sync at level >= 1) since Open or
+	// ResetMaxima; MaxLogRecordAt when that was.
+	MaxLogRecord   time.Duration
+	MaxLogRecordAt time.Time
+}
+
+// ResetMaxima restarts Stats.MaxLogRecord. Call it from the goroutine
+// that runs DoWork.
+func (n *Node) ResetMaxima() {
+	n.stats.MaxLogRecord, n.stats.MaxLogRecordAt = 0, time.Time{}
 }
 
 // Errors.
@@ -592,8 +603,12 @@ func (n *Node) step(live bool) error {
 			break
 		}
 	}
+	t0 := time.Now()
 	if err := n.rec.record(limit, true); err != nil {
 		return err
+	}
+	if d := time.Since(t0); d > n.stats.MaxLogRecord {
+		n.stats.MaxLogRecord, n.stats.MaxLogRecordAt = d, t0
 	}
 	n.pub.SetPositionLimit(min(n.img.Position(), n.rec.Position()) + int64(n.log.TermWindowLength()))
 	n.release()

@@ -101,6 +101,14 @@ type PauseResult struct {
 	PrepareMs       float64 `json:"prepare_ms"`
 	ArchiveWriteMs  float64 `json:"archive_write_ms"`
 	SnapshotWriteMs float64 `json:"snapshot_write_ms"`
+	// Attribution of the worst delay, over the snapshot window: the
+	// longest DoWork call (MaxDoWorkMs), the longest the node spent
+	// recording the log in one cycle (MaxLogRecordMs: write, and sync at
+	// level >= 1) and the longest gap between two DoWork calls
+	// (MaxGapMs: the driving goroutine not running, or submitting).
+	MaxDoWorkMs    float64 `json:"max_dowork_ms"`
+	MaxLogRecordMs float64 `json:"max_log_record_ms"`
+	MaxGapMs       float64 `json:"max_gap_ms"`
 	// LogSyncMs is the part of ArchiveWriteMs spent making the log
 	// durable up to the snapshot's position (sync level 0 only).
 	LogSyncMs     float64 `json:"log_sync_ms"`
@@ -275,8 +283,16 @@ func PauseReport(o PauseOptions) (*PauseResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	var maxDoWork, maxGap time.Duration
+	var lastReturn time.Time
 	doWork := func() error {
+		t0 := time.Now()
+		if !lastReturn.IsZero() {
+			maxGap = max(maxGap, t0.Sub(lastReturn))
+		}
 		w, err := node.DoWork()
+		lastReturn = time.Now()
+		maxDoWork = max(maxDoWork, lastReturn.Sub(t0))
 		if err == nil && w == 0 {
 			runtime.Gosched()
 		}
@@ -353,6 +369,8 @@ func PauseReport(o PauseOptions) (*PauseResult, error) {
 		start := time.Now()
 		requested, doneAt := false, time.Time{}
 		var requestedAt time.Time
+		maxDoWork, maxGap, lastReturn = 0, 0, time.Time{}
+		node.ResetMaxima()
 		startSnaps := node.Stats().Snapshots
 		for next := 0; ; {
 			now := time.Now()
@@ -398,6 +416,8 @@ func PauseReport(o PauseOptions) (*PauseResult, error) {
 			}
 		}
 		if snapshot {
+			res.MaxDoWorkMs, res.MaxGapMs = maxDoWork.Seconds()*1000, maxGap.Seconds()*1000
+			res.MaxLogRecordMs = node.Stats().MaxLogRecord.Seconds() * 1000
 			res.WorstAtMs = sched[worst].Sub(requestedAt).Seconds() * 1000
 			res.SnapshotMs = doneAt.Sub(requestedAt).Seconds() * 1000
 		}
@@ -452,7 +472,7 @@ func PauseReport(o PauseOptions) (*PauseResult, error) {
 // WritePauseTable writes results as a table.
 func WritePauseTable(w io.Writer, rs []*PauseResult) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "orders\tmode\twrk\tsync\tblock\tnosnap p50\tnosnap p99\tpause max\tpause p99\ttake ms\tprepare ms\tarchive ms\ttarget\tmet\tload\tload end\tprocs\t")
+	fmt.Fprintln(tw, "orders\tmode\twrk\tsync\tblock\tnosnap p50\tnosnap p99\tpause max\tpause p99\tdowork max\trecord max\tgap max\ttake ms\tprepare ms\tarchive ms\ttarget\tmet\tload\tload end\tprocs\t")
 	for _, r := range rs {
 		mode := r.Mode
 		if r.YieldEvery != cluster.DefaultSnapshotYieldEvery {
@@ -461,8 +481,9 @@ func WritePauseTable(w io.Writer, rs []*PauseResult) error {
 		if r.SnapshotDir != "" {
 			mode += "(snap " + r.SnapshotDir + ")"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%s\t%.2f\t%.2f\t%.2f\t%.2f\t%.1f\t%.1f\t%.1f\t%.2f\t%v\t%.2f\t%.2f\t%d\t\n",
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%s\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.1f\t%.1f\t%.1f\t%.2f\t%v\t%.2f\t%.2f\t%d\t\n",
 			r.Orders, mode, r.Workers, r.Sync, blockName(r.Block), r.NoSnapshotP50Ms, r.NoSnapshotP99Ms, r.PauseMsMax, r.PauseP99Ms,
+			r.MaxDoWorkMs, r.MaxLogRecordMs, r.MaxGapMs,
 			r.TakeMs, r.PrepareMs, r.ArchiveWriteMs, r.TargetMs, r.Met, r.LoadAvg, r.LoadAvgEnd, r.GOMAXPROCS)
 	}
 	return tw.Flush()
