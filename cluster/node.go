@@ -83,6 +83,17 @@ type Options struct {
 	// while the encoder holds one and other goroutines hold the rest.
 	// Default DefaultSnapshotYieldEvery; negative: never.
 	SnapshotYieldEvery int
+	// SnapshotNice runs a pauseless snapshot's writer on an OS thread of
+	// its own with this nice value (1..19, Linux; ignored elsewhere), so
+	// that the writer, not the duty cycle, waits when the host's cores are
+	// short, and its archive I/O spreads out instead of crowding the
+	// log's syncs. Default DefaultSnapshotNice; negative: the writer runs
+	// like any goroutine. Measured (matchlog bench cluster, 1M orders,
+	// 1 MiB blocks, 2 cores, 3 runs each, interleaved): at sync level 2
+	// the p99 delay over the snapshot window went from 1.6-2.7 ms to
+	// 0.8-1.1 ms and the worst from 2.2-3.8 to 2.3-2.8 ms; at level 0 the
+	// worst from 1.2-1.7 to 0.5-2.4 ms; the take from 43-61 to 89-215 ms.
+	SnapshotNice int
 	// SnapshotMode (default Pauseless), SnapshotEveryBytes of log and
 	// SnapshotEvery of cluster time (0: off).
 	SnapshotMode       SnapshotMode
@@ -107,6 +118,9 @@ type Options struct {
 	// activity timestamp about once a second (MarkFileUpdateInterval).
 	MarkFileTimeout time.Duration
 }
+
+// DefaultSnapshotNice is Options.SnapshotNice's default.
+const DefaultSnapshotNice = 10
 
 // DefaultSnapshotYieldEvery is Options.SnapshotYieldEvery's default.
 const DefaultSnapshotYieldEvery = 16
@@ -211,6 +225,7 @@ type egressMsg struct {
 type snapshotJob struct {
 	info      SnapshotInfo
 	pauseless bool
+	niceErr   error // setting Options.SnapshotNice failed (not fatal)
 	done      chan struct{}
 	svcRec    int64
 	cmRec     int64
@@ -302,6 +317,9 @@ func (o *Options) defaults() {
 	}
 	if o.MTU == 0 {
 		o.MTU = logbuf.DefaultMTU
+	}
+	if o.SnapshotNice == 0 {
+		o.SnapshotNice = DefaultSnapshotNice
 	}
 	if o.SnapshotYieldEvery == 0 {
 		o.SnapshotYieldEvery = DefaultSnapshotYieldEvery

@@ -52,6 +52,14 @@ func (n *Node) startSnapshot(pos, ts int64) error {
 		logSynced := n.rec.synced
 		go func() {
 			defer close(job.done)
+			if n.opts.SnapshotNice > 0 {
+				// A thread of its own at a lower priority, so that the
+				// OS scheduler takes the snapshot's core, not the duty
+				// cycle's, when kernel threads (writeback) need one. The
+				// thread ends with this goroutine (never unlocked).
+				runtime.LockOSThread()
+				job.niceErr = setThreadNice(n.opts.SnapshotNice)
+			}
 			job.svcRec, job.cmRec, job.bytes, job.archive, job.err = n.writeSnapshotSet(info, cm, true, task.Write)
 			if job.err == nil {
 				// At sync level 0 the log must be made durable up to

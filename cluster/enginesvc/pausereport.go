@@ -61,6 +61,9 @@ type PauseOptions struct {
 	// YieldEvery is the node's Options.SnapshotYieldEvery (0: its
 	// default; negative: never yield).
 	YieldEvery int
+	// Nice is the node's Options.SnapshotNice (0: its default, negative:
+	// not niced).
+	Nice int
 	// Trace, if set, receives the delay of every command of the snapshot
 	// window, one line each: ms since the snapshot request of its scheduled
 	// time, its delay in ms (and markers for the snapshot's completion).
@@ -118,6 +121,8 @@ type PauseResult struct {
 	SnapshotDir string `json:"snapshot_dir,omitempty"`
 	// YieldEvery: the encoder's yield interval in claims (-1: never).
 	YieldEvery int `json:"yield_every"`
+	// Nice: the snapshot writer's nice value (-1: not niced).
+	Nice int `json:"nice"`
 	// TargetMs is the issue's bound: the no-snapshot p99 + 1 ms
 	// (pauseless), take + archive write + 50 ms (stop the world).
 	TargetMs   float64 `json:"target_ms"`
@@ -245,7 +250,12 @@ func PauseReport(o PauseOptions) (*PauseResult, error) {
 	)
 	svc := New(Options{Workers: o.Workers})
 	var fsys vfs.FS = vfs.Default
-	res.YieldEvery = o.YieldEvery
+	res.YieldEvery, res.Nice = o.YieldEvery, o.Nice
+	if res.Nice == 0 {
+		res.Nice = cluster.DefaultSnapshotNice
+	} else if res.Nice < 0 {
+		res.Nice = -1
+	}
 	if res.YieldEvery == 0 {
 		res.YieldEvery = cluster.DefaultSnapshotYieldEvery
 	} else if res.YieldEvery < 0 {
@@ -260,7 +270,7 @@ func PauseReport(o PauseOptions) (*PauseResult, error) {
 	node, err := cluster.Open(cluster.Options{
 		FS: fsys, Dir: dir, Service: svc, FileSyncLevel: o.SyncLevel, SnapshotMode: o.Mode,
 		TermLength: 16 << 20, SegmentLength: 128 << 20, BlockLength: o.BlockLength, MTU: 8192, MaxBatch: 4096,
-		SnapshotTermLength: o.SnapshotTermLength, SnapshotYieldEvery: o.YieldEvery,
+		SnapshotTermLength: o.SnapshotTermLength, SnapshotYieldEvery: o.YieldEvery, SnapshotNice: o.Nice,
 		Egress: func(_ int64, msg []byte) {
 			if !counting || EventKind(msg) != engine.EvRelease {
 				return
@@ -477,6 +487,9 @@ func WritePauseTable(w io.Writer, rs []*PauseResult) error {
 		mode := r.Mode
 		if r.YieldEvery != cluster.DefaultSnapshotYieldEvery {
 			mode += fmt.Sprintf("(yield %d)", r.YieldEvery)
+		}
+		if r.Nice != cluster.DefaultSnapshotNice {
+			mode += fmt.Sprintf("(nice %d)", r.Nice)
 		}
 		if r.SnapshotDir != "" {
 			mode += "(snap " + r.SnapshotDir + ")"

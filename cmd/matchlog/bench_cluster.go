@@ -36,6 +36,7 @@ func benchCluster(args []string) error {
 	rate := fs.Int("rate", 20_000, "commands a second submitted around the snapshot")
 	workers := fs.Int("workers", 0, "parallel snapshot encoders of the pauseless mode (0: linear)")
 	runs := fs.Int("runs", 1, "runs of each configuration (one row each)")
+	nice := fs.Int("nice", 0, "nice value of the pauseless snapshot writer's thread (Linux; 0: the node's default, -1: not niced)")
 	yieldEvery := fs.Int("yield-every", 0, "pauseless encoder yields every N claims (0: the node's default, -1: never)")
 	snapDir := fs.String("snapshot-dir", "", "diagnosis: put snapshot segments under this directory (e.g. a tmpfs, /dev/shm), the log stays in --dir")
 	dir := fs.String("dir", "", "parent directory of the node directories (default: the temp dir)")
@@ -114,7 +115,7 @@ func benchCluster(args []string) error {
 					for range *runs {
 						fmt.Fprintf(os.Stderr, "bench cluster: orders %d, %s, sync %d, block %d\n", o, enginesvc.ModeName(m), s, b)
 						r, err := enginesvc.PauseReport(enginesvc.PauseOptions{Orders: o, Mode: m, SyncLevel: s, BlockLength: b,
-							Rate: *rate, Workers: *workers, Dir: *dir, Progress: os.Stderr, SnapshotDir: *snapDir, YieldEvery: *yieldEvery})
+							Rate: *rate, Workers: *workers, Dir: *dir, Progress: os.Stderr, SnapshotDir: *snapDir, YieldEvery: *yieldEvery, Nice: *nice})
 						if err != nil {
 							return err
 						}
