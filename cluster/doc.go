@@ -148,13 +148,32 @@
 //   - Smaller snapshot blocks (Options.SnapshotTermLength 256 KiB, 64 KiB)
 //     made the snapshot 2 to 8 times longer without lowering the worst
 //     delay (medians 3.9 and 4.9 ms against 2.9 ms at 1 MiB); 1 MiB stays.
+//   - The encoder yields its processor every 16 claims
+//     (Options.SnapshotYieldEvery), so the duty cycle, back from a file
+//     sync, does not wait for the Go scheduler's 10 ms preemption to get a
+//     processor. 1M orders, level 0, 3 runs each interleaved (load about
+//     1): p99 delay over the snapshot window 0.80, 0.93 and 77 ms without
+//     (worst 2.0, 2.0, 83 ms), 0.06 to 0.44 ms with (worst 1.4 to 4.6 ms).
+//   - The writer runs on an OS thread of its own at nice 10
+//     (Options.SnapshotNice): 1M orders, level 2, p99 over the window 1.6
+//     to 2.7 ms before, 0.8 to 1.1 ms after; worst 2.2 to 3.8 ms before,
+//     2.3 to 2.8 ms after; the take 43-61 ms before, 89-215 ms after (nice
+//     19 made the take 0.5 s at level 0 with no better pause).
 //
-// What remains at sync level >= 1 is the disk: a group commit's sync that
-// lands while a snapshot block is being synced waits for it (the log's
-// write+sync, 0.3 to 0.5 ms alone, takes up to 2 to 4 ms then), so the
-// worst delay is about one snapshot block's sync above the baseline p99,
-// not the 1 ms target. At level 0 what remains (a few ms) is the kernel's
-// writeback of the snapshot competing for the two cores and the disk.
+// Attribution (bench cluster reports the longest DoWork, the longest log
+// record in one cycle and the longest gap between two cycles over the
+// window). At level 2 the worst delay is one log write+sync that takes
+// 1.1 to 1.9 ms (0.3 to 0.5 ms alone) while the snapshot's blocks are
+// written and synced to the same disk: the worst delay sits about one
+// such sync above the baseline p99, not within the 1 ms target. At level
+// 0 it is a gap of 1 to 2.5 ms between two cycles, the duty cycle's
+// thread not running: not the collector (GOGC=off changed nothing: gaps
+// 1.0 to 3.1 ms), not the encoder (at nice 19 the gaps stayed 1.9 to
+// 2.2 ms), so the kernel's own work (page writeback of the snapshot,
+// virtio block I/O) taking one of the two cores. Moving the snapshot's
+// segments to a tmpfs (bench cluster --snapshot-dir /dev/shm) did not help
+// at level 2 (worst 6.9 to 10 ms): with no I/O to wait on the writer
+// competes for the cores all the time.
 //
 // The library sets no garbage-collector settings. No GC cycle fell inside
 // the measured windows at 1M and 5M orders with the default GOGC=100 (the

@@ -53,8 +53,8 @@ import (
 
 // Options configure a run. The zero value is the documented default.
 type Options struct {
-	// Dir is the node directory; empty: a new temporary directory, removed
-	// afterwards.
+	// Dir is the node directory, new or empty (kept afterwards); empty: a
+	// new temporary directory, removed afterwards.
 	Dir string
 	// Orders is the number of resting orders preloaded (default 1,000,000).
 	Orders int
@@ -206,6 +206,15 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 	}
 	dir := o.Dir
+	if dir != "" {
+		// The preload defines instruments and order ids from 1: a node
+		// directory that already holds a book would reject them.
+		if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
+			return nil, fmt.Errorf("demo: %s is not empty: give a new or empty directory (the demo preloads a new book)", dir)
+		} else if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("demo: %w", err)
+		}
+	}
 	if dir == "" {
 		d, err := os.MkdirTemp("", "matchlog-demo-")
 		if err != nil {

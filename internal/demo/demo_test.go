@@ -75,6 +75,10 @@ func TestDemoSmall(t *testing.T) {
 			t.Errorf("JSON report lacks %q", k)
 		}
 	}
+	// The directory now holds a node: a second demo refuses it.
+	if _, err := demo.Run(ctx, demo.Options{Dir: dir, Orders: 10}); err == nil || !strings.Contains(err.Error(), "not empty") {
+		t.Fatalf("demo on a used directory: %v", err)
+	}
 	var txt bytes.Buffer
 	if err := rep.WriteText(&txt); err != nil {
 		t.Fatal(err)
