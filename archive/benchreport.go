@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/matchlog/matchlog/internal/logbuf"
@@ -236,7 +235,7 @@ func (g *BenchRig) RecordRun(parent string, n int64, block, level int, segLen in
 	}
 	defer func() {
 		os.RemoveAll(dir)
-		syscall.Sync()
+		syncAll()
 	}()
 	a, err := Open(vfs.Default, dir, Options{SegmentLength: segLen, FileIoMaxLength: block, FileSyncLevel: level,
 		CatalogSyncLevel: level, MarkErrorBufferLength: 4096})
@@ -305,7 +304,7 @@ func RawRun(parent string, n int64, block, level int, buf []byte, timed func(boo
 	defer func() {
 		f.Close()
 		os.Remove(f.Name())
-		syscall.Sync()
+		syncAll()
 	}()
 	if err := f.Preallocate(n); err != nil {
 		return 0, err
