@@ -639,7 +639,7 @@ func (a *Archive) ensureStopSegment(d RecordingDescriptor) error {
 	size, err := a.fs.Stat(a.fs.Join(a.dir, name))
 	switch {
 	case errors.Is(err, vfs.ErrNotExist):
-		f, err := a.createSegment(d.RecordingID, base, d.SegmentFileLength)
+		f, err := a.createSegment(d.RecordingID, base, d.SegmentFileLength, false)
 		if err != nil {
 			return err
 		}
@@ -734,15 +734,15 @@ func (a *Archive) fixLength(name string, size int64) error {
 }
 
 // createSegment creates a segment file (it must not exist), preallocates it
-// to its full length and, at file sync level >= 1, syncs it and the
-// directory.
-func (a *Archive) createSegment(id, base int64, segLen int32) (vfs.File, error) {
+// to its full length (or, sparse, sets the length) and, at file sync level
+// >= 1, syncs it and the directory.
+func (a *Archive) createSegment(id, base int64, segLen int32, sparse bool) (vfs.File, error) {
 	name := a.fs.Join(a.dir, SegmentFileName(id, base))
 	f, err := a.fs.Create(name)
 	if err != nil {
 		return nil, fmt.Errorf("archive: create segment: %w", err)
 	}
-	if err := a.prepareSegment(f, segLen); err != nil {
+	if err := a.prepareSegment(f, segLen, sparse); err != nil {
 		f.Close()
 		return nil, err
 	}
@@ -755,10 +755,14 @@ func (a *Archive) createSegment(id, base int64, segLen int32) (vfs.File, error) 
 	return f, nil
 }
 
-// prepareSegment gives f its full length and, at sync level >= 1, makes the
-// length durable.
-func (a *Archive) prepareSegment(f vfs.File, segLen int32) error {
-	if err := f.Preallocate(int64(segLen)); err != nil {
+// prepareSegment gives f its full length — preallocated, or as a sparse
+// file — and, at sync level >= 1, makes the length durable.
+func (a *Archive) prepareSegment(f vfs.File, segLen int32, sparse bool) error {
+	if sparse {
+		if err := f.Truncate(int64(segLen)); err != nil {
+			return fmt.Errorf("archive: set the length of %s: %w", f.Name(), err)
+		}
+	} else if err := f.Preallocate(int64(segLen)); err != nil {
 		return fmt.Errorf("archive: preallocate %s: %w", f.Name(), err)
 	}
 	if a.opts.FileSyncLevel > 0 {

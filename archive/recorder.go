@@ -33,6 +33,12 @@ type Source struct {
 	// sidecar index instead of the archive's clock, e.g. the sequencer's
 	// time of the newest message.
 	Now func() int64
+	// SparseSegments gives the recording's segment files their length as
+	// sparse files (blocks allocated as they are written, as Aeron's
+	// archive does) instead of preallocating them: for recordings much
+	// shorter than a segment, such as snapshots, which would otherwise
+	// take a whole segment of disk each.
+	SparseSegments bool
 }
 
 // Recording is an active recording: a recorder that copies the frames of an
@@ -88,6 +94,8 @@ type Recording struct {
 	blockFn logbuf.BlockHandler
 	prep    *segmentPrep // the next segment, being prepared off the duty cycle
 	done    vfs.File     // the finished segment, closed by the next preparation
+
+	sparse bool // Source.SparseSegments
 
 	stopped bool
 	err     error
@@ -145,7 +153,7 @@ func (a *Archive) StartRecording(src Source) (*Recording, error) {
 	r.idx, err = a.openIndex(id)
 	var f vfs.File
 	if err == nil {
-		if f, err = a.createSegment(id, base, segLen); err != nil {
+		if f, err = a.createSegment(id, base, segLen, src.SparseSegments); err != nil {
 			r.idx.close()
 		}
 	}
@@ -199,11 +207,11 @@ func (a *Archive) ExtendRecording(id int64, src Source) (*Recording, error) {
 	f, err := a.fs.OpenRW(name)
 	switch {
 	case errors.Is(err, vfs.ErrNotExist):
-		f, err = a.createSegment(id, base, d.SegmentFileLength)
+		f, err = a.createSegment(id, base, d.SegmentFileLength, src.SparseSegments)
 	case err == nil:
 		var size int64
 		if size, err = f.Size(); err == nil && size < int64(d.SegmentFileLength) {
-			err = a.prepareSegment(f, d.SegmentFileLength)
+			err = a.prepareSegment(f, d.SegmentFileLength, src.SparseSegments)
 		}
 		if err != nil {
 			f.Close()
@@ -245,6 +253,7 @@ func (a *Archive) newRecording(id int64, src Source, start int64, segLen int32) 
 	r := &Recording{
 		a:          a,
 		id:         id,
+		sparse:     src.SparseSegments,
 		img:        src.Image,
 		now:        src.Now,
 		position:   start,
@@ -455,7 +464,7 @@ func (r *Recording) startPrepare() {
 			p.err = fmt.Errorf("archive: prepare segment: %w", err)
 			return
 		}
-		if err := a.prepareSegment(f, r.segLen); err != nil {
+		if err := a.prepareSegment(f, r.segLen, r.sparse); err != nil {
 			f.Close()
 			p.err = err
 			return

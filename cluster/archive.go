@@ -135,10 +135,12 @@ func (na *nodeArchive) newRecording(rec *archive.Recording, log *logbuf.Log, img
 	return &nodeRecording{na: na, rec: rec, log: log, img: img, desc: d, synced: img.Position()}, nil
 }
 
-// StartRecording starts recording log from its tail.
-func (na *nodeArchive) StartRecording(log *logbuf.Log, channel string) (*nodeRecording, error) {
+// StartRecording starts recording log from its tail. sparse gives its
+// segments their length without preallocating them (snapshots: a
+// recording much shorter than a segment takes only what it writes).
+func (na *nodeArchive) StartRecording(log *logbuf.Log, channel string, sparse bool) (*nodeRecording, error) {
 	img := log.ImageAt(log.TailPosition())
-	rec, err := na.a.StartRecording(archive.Source{Log: log, Image: img, Channel: channel, SourceIdentity: "aeron:ipc"})
+	rec, err := na.a.StartRecording(archive.Source{Log: log, Image: img, Channel: channel, SourceIdentity: "aeron:ipc", SparseSegments: sparse})
 	if err != nil {
 		return nil, err
 	}

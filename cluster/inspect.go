@@ -48,6 +48,13 @@ func stopOf(fsys vfs.FS, adir string, d archive.RecordingDescriptor) (archive.Re
 // recording of the last TERM in recording.log) from its start and calls fn
 // for each entry. It writes nothing.
 func ScanLog(fsys vfs.FS, dir string, fn func(e *LogEntry) error) error {
+	return ScanLogFrom(fsys, dir, -1, fn)
+}
+
+// ScanLogFrom is ScanLog from log position from (an entry's start, such
+// as the Position of an entry ScanLog passed before; negative: the
+// recording's start). A position outside the recording is an error.
+func ScanLogFrom(fsys vfs.FS, dir string, from int64, fn func(e *LogEntry) error) error {
 	cat, rl, err := openStopped(fsys, dir)
 	if err != nil {
 		return err
@@ -66,7 +73,13 @@ func ScanLog(fsys vfs.FS, dir string, fn func(e *LogEntry) error) error {
 	if d, err = stopOf(fsys, adir, d); err != nil {
 		return err
 	}
-	r, err := newSegReader(fsys, adir, d, d.StartPosition, d.StopPosition)
+	if from < 0 {
+		from = d.StartPosition
+	}
+	if from > d.StopPosition {
+		return fmt.Errorf("cluster: scan of log recording %d from %d: past its stop position %d", d.RecordingID, from, d.StopPosition)
+	}
+	r, err := newSegReader(fsys, adir, d, from, d.StopPosition)
 	if err != nil {
 		return err
 	}

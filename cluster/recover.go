@@ -230,7 +230,7 @@ func (n *Node) startTerm(plan *recordinglog.RecoveryPlan) error {
 	if plan.Log != nil {
 		n.rec, err = n.arc.ExtendRecording(plan.Log.RecordingID, n.log, LogChannel)
 	} else {
-		n.rec, err = n.arc.StartRecording(n.log, LogChannel)
+		n.rec, err = n.arc.StartRecording(n.log, LogChannel, false)
 	}
 	if err != nil {
 		return err

@@ -172,7 +172,7 @@ func (n *Node) writeSnapshot(stream int32, termLength int, pauseless bool, body 
 		return -1, 0, 0, err
 	}
 	t0 := time.Now()
-	rec, err := n.arc.StartRecording(log, SnapshotChannel)
+	rec, err := n.arc.StartRecording(log, SnapshotChannel, true)
 	if err != nil {
 		return -1, 0, 0, err
 	}

@@ -28,7 +28,7 @@ import (
 )
 
 var (
-	kill9N    = flag.Int("kill9.n", 50, "kill -9 rounds of TestKill9 (10 with -short)")
+	kill9N    = flag.Int("kill9.n", 50, "kill -9 rounds of TestKill9 (10 with -short; about 0.5 s a round, so pass -timeout for hundreds)")
 	kill9Seed = flag.Uint64("kill9.seed", 0, "seed of TestKill9 (0: from the clock, printed)")
 )
 
@@ -246,6 +246,9 @@ func TestKill9(t *testing.T) {
 
 	phases := map[string]int{}
 	var lastLog int64
+	// The model engine is fed the log incrementally: what an earlier
+	// round scanned was recovered and closed cleanly, so it stays.
+	m := &logModel{eng: engine.New(), inLog: map[uint64]bool{}}
 	for round := 0; round < rounds; round++ {
 		if round == rounds/5 {
 			preloading.Store(false)
@@ -262,7 +265,7 @@ func TestKill9(t *testing.T) {
 		}
 		mu.Unlock()
 
-		phase, logPos := checkKilledDir(t, round, dir, ackedNow, clientID)
+		phase, logPos := checkKilledDir(t, round, dir, ackedNow, clientID, m)
 		if round < rounds/5 {
 			phase = "preload, " + phase
 		}
@@ -324,7 +327,15 @@ func TestKill9(t *testing.T) {
 // checkKilledDir opens the directory of a killed node in this process and
 // checks it (see TestKill9). It returns what the node was doing when it
 // was killed, as the recovery found it, and the log's length.
-func checkKilledDir(t *testing.T, round int, dir string, acked []uint64, clientID uint64) (string, int64) {
+// logModel is an engine fed the log's commands, and which (client) seqs
+// it saw, up to end.
+type logModel struct {
+	eng   *engine.Engine
+	inLog map[uint64]bool
+	end   int64
+}
+
+func checkKilledDir(t *testing.T, round int, dir string, acked []uint64, clientID uint64, m *logModel) (string, int64) {
 	t.Helper()
 	fail := func(format string, args ...any) {
 		t.Helper()
@@ -350,13 +361,15 @@ func checkKilledDir(t *testing.T, round int, dir string, acked []uint64, clientI
 		fail("close: %v", err)
 	}
 
-	// The model: a fresh engine fed every command of the log in order.
-	model := engine.New()
-	inLog := map[uint64]bool{}
+	// The model: an engine fed every command of the log in order (from
+	// where the last round's scan ended).
 	var cmd engine.Command
-	var logEnd int64
-	err = cluster.ScanLog(vfs.Default, dir, func(e *cluster.LogEntry) error {
-		logEnd = e.Position
+	from := m.end
+	if from == 0 {
+		from = -1
+	}
+	err = cluster.ScanLogFrom(vfs.Default, dir, from, func(e *cluster.LogEntry) error {
+		m.end = e.Position
 		if e.Template != 1 {
 			return nil
 		}
@@ -365,14 +378,15 @@ func checkKilledDir(t *testing.T, round int, dir string, acked []uint64, clientI
 		}
 		cmd.Time = e.Timestamp
 		if cmd.Source == clientID {
-			inLog[cmd.Seq] = true
+			m.inLog[cmd.Seq] = true
 		}
-		model.Apply(&cmd)
+		m.eng.Apply(&cmd)
 		return nil
 	})
 	if err != nil {
 		fail("scan log: %v", err)
 	}
+	model, inLog, logEnd := m.eng, m.inLog, m.end
 	if got := model.StateHash(); got != recovered {
 		fail("recovered state hash %x, the log's commands give %x", recovered, got)
 	}
