@@ -28,7 +28,7 @@ import (
 )
 
 var (
-	kill9N    = flag.Int("kill9.n", 50, "kill -9 rounds of TestKill9 (10 with -short; about 0.5 s a round, so pass -timeout for hundreds)")
+	kill9N    = flag.Int("kill9.n", 50, "kill -9 rounds of TestKill9 (10 with -short; 0.5 to 1 s a round, so pass -timeout for hundreds)")
 	kill9Seed = flag.Uint64("kill9.seed", 0, "seed of TestKill9 (0: from the clock, printed)")
 )
 
