@@ -46,8 +46,9 @@ func TestMain(m *testing.M) {
 
 // nodeChild is `matchlog node` running as a child process.
 type nodeChild struct {
-	cmd  *exec.Cmd
-	addr string
+	cmd    *exec.Cmd
+	addr   string
+	stderr *lockedWriter
 }
 
 func startNodeChild(t *testing.T, dir, listen string, extra ...string) *nodeChild {
@@ -60,7 +61,8 @@ func startNodeChild(t *testing.T, dir, listen string, extra ...string) *nodeChil
 		t.Fatal(err)
 	}
 	var stderr strings.Builder
-	cmd.Stderr = &lockedWriter{b: &stderr}
+	lw := &lockedWriter{b: &stderr}
+	cmd.Stderr = lw
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +82,7 @@ func startNodeChild(t *testing.T, dir, listen string, extra ...string) *nodeChil
 			cmd.Wait()
 			t.Fatalf("node child exited before listening: %s", stderr.String())
 		}
-		return &nodeChild{cmd: cmd, addr: a}
+		return &nodeChild{cmd: cmd, addr: a, stderr: lw}
 	case <-time.After(60 * time.Second):
 		cmd.Process.Kill()
 		cmd.Wait()
@@ -89,10 +91,14 @@ func startNodeChild(t *testing.T, dir, listen string, extra ...string) *nodeChil
 	return nil
 }
 
-// kill sends SIGKILL and reaps the child.
-func (c *nodeChild) kill() {
+// kill sends SIGKILL and reaps the child. It returns what the child
+// wrote on stderr (a race detector's report, under -race).
+func (c *nodeChild) kill() string {
 	c.cmd.Process.Kill()
 	c.cmd.Wait()
+	c.stderr.mu.Lock()
+	defer c.stderr.mu.Unlock()
+	return c.stderr.b.String()
 }
 
 type lockedWriter struct {
@@ -255,7 +261,9 @@ func TestKill9(t *testing.T) {
 		}
 		// Let the load run, then kill.
 		time.Sleep(time.Duration(5+rng.IntN(150)) * time.Millisecond)
-		child.kill()
+		if out := child.kill(); strings.Contains(out, "DATA RACE") || strings.Contains(out, "panic:") {
+			t.Fatalf("round %d: the node child reported:\n%s", round, out)
+		}
 		child = nil
 		paused.Store(true)
 		mu.Lock()
