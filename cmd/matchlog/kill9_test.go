@@ -132,7 +132,8 @@ func freePort(t *testing.T) string {
 // process and checks: the recovered engine's state hash equals that of an
 // engine fed the log's commands from the start (the durable prefix: what
 // the log recording holds after recovery); every command the client got
-// its Release (or Duplicate) for is in that log (file sync level 1);
+// its Release (or Duplicate) for is in that log (file sync level 1 or
+// 2, chosen at each start);
 // recording.log and the catalog agree (recovery plan, archive verify).
 // The client reconnects to each new child, resends what was unanswered
 // and goes on; nothing is applied twice (the engine ignores a resent
@@ -285,8 +286,11 @@ func TestKill9(t *testing.T) {
 
 		// Snapshots every 64 KiB of log (most kills land in one) or
 		// every 1 MiB (most land in log writes).
+		// File sync level 1 or 2 (both promise that a released command
+		// is on disk), changed from one start to the next.
 		every := []string{"65536", "1048576"}[rng.IntN(2)]
-		child = startNodeChild(t, dir, listen, append(nodeArgs, "--snapshot-every-bytes", every)...)
+		sync := []string{"1", "2"}[rng.IntN(2)]
+		child = startNodeChild(t, dir, listen, append(nodeArgs, "--snapshot-every-bytes", every, "--sync", sync)...)
 		paused.Store(false)
 		// The client reconnects and its unanswered commands are answered
 		// before the next kill comes, most of the time: wait a little.
