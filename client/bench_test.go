@@ -45,7 +45,7 @@ func echoServer(tb testing.TB) string {
 						var d wiresbe.ConnectDecoder
 						_ = d.WrapWithHeader(msg, 0)
 						b, off := wiresbe.BeginFrame(out)
-						out = wiresbe.EndFrame(wiresbe.AppendConnected(b, 1, d.ClientId(), 60_000, 240_000), off)
+						out = wiresbe.EndFrame(wiresbe.AppendConnected(b, 1, d.ClientId(), 60_000, 240_000, 0), off)
 					} else if src, err := enginesvc.CheckCommand(msg); err == nil {
 						ev.Source, ev.Seq = src, binary.LittleEndian.Uint64(msg[16:])
 						b, off := wiresbe.BeginFrame(out)

@@ -92,6 +92,15 @@ type Options struct {
 	// that ran before under the same ClientID must start above every
 	// sequence it used.
 	FirstSeq uint64
+	// Resume starts above the engine's high-water mark for ClientID as
+	// Connected reports it (the highest sequence the engine had applied
+	// from it when the session opened): the first sequence is
+	// max(FirstSeq, high-water mark + 1). For a client process that
+	// restarts without keeping its sequence. Commands of an earlier
+	// connection that were still on their way into the log are not in
+	// that mark: resume only once the earlier process is gone and its
+	// connection closed.
+	Resume bool
 	// KeepaliveInterval: a Keepalive goes out when nothing was sent for
 	// this long (default: what the server's Connected says, else
 	// DefaultKeepaliveInterval).
@@ -190,6 +199,7 @@ type Client struct {
 	nc        net.Conn // nil while disconnected
 	session   int64
 	wbuf      []byte
+	highWater uint64 // from the first Connected
 	next      uint64
 	out       []engine.Command // outstanding: out[head:], in Seq order
 	head      int
@@ -219,9 +229,13 @@ func Dial(ctx context.Context, opts Options) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{opts: opts, next: opts.FirstSeq, failed: make(chan struct{}), done: make(chan struct{}), kaDone: make(chan struct{})}
-	nc, fr, sid, ka, err := c.handshake(ctx)
+	nc, fr, sid, ka, hw, err := c.handshake(ctx)
 	if err != nil {
 		return nil, err
+	}
+	c.highWater = hw
+	if opts.Resume && hw >= c.next {
+		c.next = hw + 1
 	}
 	c.nc, c.session = nc, sid
 	c.keepalive = opts.KeepaliveInterval
@@ -238,22 +252,22 @@ func Dial(ctx context.Context, opts Options) (*Client, error) {
 }
 
 // handshake dials and exchanges Connect and Connected.
-func (c *Client) handshake(ctx context.Context) (net.Conn, *wiresbe.FrameReader, int64, time.Duration, error) {
+func (c *Client) handshake(ctx context.Context) (net.Conn, *wiresbe.FrameReader, int64, time.Duration, uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.opts.DialTimeout)
 	defer cancel()
 	var d net.Dialer
 	nc, err := d.DialContext(ctx, "tcp", c.opts.Addr)
 	if err != nil {
-		return nil, nil, 0, 0, fmt.Errorf("client: dial %s: %w", c.opts.Addr, err)
+		return nil, nil, 0, 0, 0, fmt.Errorf("client: dial %s: %w", c.opts.Addr, err)
 	}
 	if tc, ok := nc.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
 	}
 	dl, _ := ctx.Deadline()
 	nc.SetDeadline(dl)
-	fail := func(err error) (net.Conn, *wiresbe.FrameReader, int64, time.Duration, error) {
+	fail := func(err error) (net.Conn, *wiresbe.FrameReader, int64, time.Duration, uint64, error) {
 		nc.Close()
-		return nil, nil, 0, 0, err
+		return nil, nil, 0, 0, 0, err
 	}
 	if _, err := nc.Write(wiresbe.AppendFrame(nil, wiresbe.AppendConnect(nil, c.opts.ClientID))); err != nil {
 		return fail(fmt.Errorf("client: connect: %w", err))
@@ -274,7 +288,7 @@ func (c *Client) handshake(ctx context.Context) (net.Conn, *wiresbe.FrameReader,
 			return fail(fmt.Errorf("client: Connected for client %d, want %d", d.ClientId(), c.opts.ClientID))
 		}
 		nc.SetDeadline(time.Time{})
-		return nc, fr, d.SessionId(), time.Duration(d.KeepaliveIntervalMs()) * time.Millisecond, nil
+		return nc, fr, d.SessionId(), time.Duration(d.KeepaliveIntervalMs()) * time.Millisecond, d.SourceHighWater(), nil
 	case schema == wiresbe.SchemaID && template == wiresbe.SessionClosedTemplateID:
 		return fail(decodeClosed(msg))
 	}
@@ -377,6 +391,10 @@ func (c *Client) Outstanding() int {
 	defer c.mu.Unlock()
 	return len(c.out) - c.head
 }
+
+// HighWater is the engine's high-water mark for ClientID that the first
+// Connected reported (see Options.Resume).
+func (c *Client) HighWater() uint64 { return c.highWater }
 
 // NextSeq is the sequence the next Send will use.
 func (c *Client) NextSeq() uint64 {
@@ -579,7 +597,7 @@ func (c *Client) reconnect() (net.Conn, *wiresbe.FrameReader, error) {
 			case <-ctx.Done():
 			}
 		}()
-		nc, fr, sid, _, err := c.handshake(ctx)
+		nc, fr, sid, _, _, err := c.handshake(ctx)
 		cancel()
 		if err == nil {
 			c.mu.Lock()

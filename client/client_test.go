@@ -401,3 +401,71 @@ func TestClientKeepaliveAndTimeout(t *testing.T) {
 		t.Fatal("the kept-alive client reconnected")
 	}
 }
+
+// TestClientResume: a client process that restarts without its sequence
+// resumes above the engine's high-water mark reported by Connected (also
+// across a node restart, where the mark comes from the snapshot and the
+// log), and its new commands are applied, not answered Duplicate.
+func TestClientResume(t *testing.T) {
+	fsys := vfs.NewMem()
+	s := serve(t, server.Options{Addr: "127.0.0.1:0", Node: nodeOpts(fsys, "node")})
+	ctx := ctxT(t)
+	var r recorder
+	a, err := client.Dial(ctx, r.opts(s.srv.Addr().String(), 9))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.HighWater() != 0 || a.NextSeq() != 1 {
+		t.Fatalf("new source: high water %d, next %d", a.HighWater(), a.NextSeq())
+	}
+	mustSend(t, a, define(1))
+	for i := uint64(1); i <= 6; i++ {
+		mustSend(t, a, order(1, i, engine.Buy, int64(10+i), 1))
+	}
+	if err := a.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
+
+	check := func(addr string, wantHW uint64) {
+		t.Helper()
+		var r2 recorder
+		o := r2.opts(addr, 9)
+		o.Resume = true
+		b, err := client.Dial(ctx, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		if b.HighWater() != wantHW || b.NextSeq() != wantHW+1 {
+			t.Fatalf("resume: high water %d, next %d; want %d, %d", b.HighWater(), b.NextSeq(), wantHW, wantHW+1)
+		}
+		mustSend(t, b, order(1, 100+wantHW, engine.Buy, 50, 1))
+		if err := b.Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+		evs, _, dups, _ := r2.snapshot()
+		if len(dups) != 0 || len(evs) == 0 || evs[0].Kind != engine.EvAccepted {
+			t.Fatalf("resumed command: events %v, duplicates %v", evs, dups)
+		}
+	}
+	check(s.srv.Addr().String(), 7)
+	// Without Resume the sequence starts at FirstSeq: a duplicate.
+	var r3 recorder
+	c, err := client.Dial(ctx, r3.opts(s.srv.Addr().String(), 9))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustSend(t, c, order(1, 200, engine.Buy, 50, 1))
+	if err := c.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if _, _, dups, _ := r3.snapshot(); len(dups) != 1 || c.HighWater() != 8 {
+		t.Fatalf("without Resume: duplicates %v, high water %d", dups, c.HighWater())
+	}
+	// After a node restart the mark comes back from the log.
+	s.stop(t)
+	s2 := serve(t, server.Options{Addr: "127.0.0.1:0", Node: nodeOpts(fsys, "node")})
+	check(s2.srv.Addr().String(), 8)
+}

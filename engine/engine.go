@@ -89,6 +89,14 @@ func (e *Engine) Orders() int {
 	return n
 }
 
+// HighWater returns the highest sequence applied from source (its
+// idempotent-ingress high-water mark: a command of that source at or below
+// it is ignored), and false if no command of source was applied.
+func (e *Engine) HighWater(source uint64) (uint64, bool) {
+	hw, ok := e.hwm[source]
+	return hw, ok
+}
+
 // Triggers returns the number of armed stop orders.
 func (e *Engine) Triggers() int { return e.index.Len() - e.Orders() }
 

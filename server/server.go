@@ -8,8 +8,9 @@
 // SBE message, header included, of at most wiresbe.MaxFrameLength bytes. A
 // connection starts with a wiresbe Connect naming the client id, which is
 // the Source of every command the client sends; the server opens a session
-// in the log and answers Connected (session id, keepalive interval and
-// session timeout). Then the client sends enginesbe commands (schema 7002,
+// in the log and answers Connected (session id, keepalive interval,
+// session timeout, and the engine's high-water mark of the client id: the
+// highest sequence it had applied from it). Then the client sends enginesbe commands (schema 7002,
 // their Source must be the client id), Keepalives, SubscribeDepth and
 // finally CloseSession. The server sends the events the engine released for
 // the session's commands (enginesbe messages, including Duplicate for a
@@ -526,6 +527,15 @@ func (s *Server) snapshot(deadline time.Time) error {
 
 // connect opens a session for c (on c's reader goroutine).
 func (s *Server) connect(c *conn, clientID uint64) error {
+	// The engine's high-water mark of this source, for Connected: read on
+	// the duty cycle before the session opens.
+	var hw uint64
+	ctx, cancel := context.WithTimeout(context.Background(), s.opts.ShutdownTimeout)
+	err := s.Inspect(ctx, func(_ *cluster.Node, svc *enginesvc.Service) { hw, _ = svc.Engine().HighWater(clientID) })
+	cancel()
+	if err != nil {
+		return err
+	}
 	sid, err := s.node.Connect(c.nc.RemoteAddr().String(), 0)
 	if err != nil {
 		return err
@@ -547,7 +557,7 @@ func (s *Server) connect(c *conn, clientID uint64) error {
 	c.session, c.clientID = sid, clientID
 	c.open = true
 	buf, off := wiresbe.BeginFrame(c.pending)
-	buf = wiresbe.AppendConnected(buf, sid, clientID, uint32(s.opts.KeepaliveInterval.Milliseconds()), uint32(s.opts.SessionTimeout.Milliseconds()))
+	buf = wiresbe.AppendConnected(buf, sid, clientID, uint32(s.opts.KeepaliveInterval.Milliseconds()), uint32(s.opts.SessionTimeout.Milliseconds()), hw)
 	c.pending = wiresbe.EndFrame(buf, off)
 	s.st.sessions.Add(1)
 	s.st.active.Add(1)

@@ -108,11 +108,11 @@ func AppendConnect(dst []byte, clientID uint64) []byte {
 }
 
 // AppendConnected appends a Connected message to dst.
-func AppendConnected(dst []byte, sessionID int64, clientID uint64, keepaliveMs, timeoutMs uint32) []byte {
+func AppendConnected(dst []byte, sessionID int64, clientID uint64, keepaliveMs, timeoutMs uint32, highWater uint64) []byte {
 	dst, off := grow(dst, MessageHeaderEncodedLength+ConnectedBlockLength)
 	var e ConnectedEncoder
 	_ = e.WrapAndApplyHeader(dst, off)
-	e.SessionId(sessionID).ClientId(clientID).KeepaliveIntervalMs(keepaliveMs).SessionTimeoutMs(timeoutMs).ProtocolVersion(ProtocolVersion)
+	e.SessionId(sessionID).ClientId(clientID).KeepaliveIntervalMs(keepaliveMs).SessionTimeoutMs(timeoutMs).ProtocolVersion(ProtocolVersion).SourceHighWater(highWater)
 	return dst
 }
 

@@ -70,7 +70,7 @@ func TestFrameReaderErrors(t *testing.T) {
 }
 
 func TestAppendAndCheck(t *testing.T) {
-	msg := AppendConnected([]byte{9}, -1, 2, 3, 4)[1:]
+	msg := AppendConnected([]byte{9}, -1, 2, 3, 4, 5)[1:]
 	var d ConnectedDecoder
 	if err := d.WrapWithHeader(msg, 0); err != nil || d.SessionId() != -1 || d.ClientId() != 2 ||
 		d.KeepaliveIntervalMs() != 3 || d.SessionTimeoutMs() != 4 {

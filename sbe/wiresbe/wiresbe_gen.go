@@ -290,7 +290,7 @@ func (d *ConnectDecoder) ActingBlockLength() int { return d.blockLength }
 // Constants of message Connected.
 const (
 	ConnectedTemplateID  = 2
-	ConnectedBlockLength = 26
+	ConnectedBlockLength = 34
 )
 
 // ConnectedEncoder encodes message Connected in place. The zero value is ready for WrapForEncode.
@@ -372,6 +372,20 @@ func (d *ConnectedDecoder) ProtocolVersion() uint16 {
 // ProtocolVersion sets field protocolVersion.
 func (e *ConnectedEncoder) ProtocolVersion(v uint16) *ConnectedEncoder {
 	binary.LittleEndian.PutUint16(e.st.buf[e.off+24:], uint16(v))
+	return e
+}
+
+// SourceHighWater returns field sourceHighWater, or its null value when absent in the acting version.
+func (d *ConnectedDecoder) SourceHighWater() uint64 {
+	if d.blockLength < 34 {
+		return uint64(18446744073709551615)
+	}
+	return binary.LittleEndian.Uint64(d.st.buf[d.off+26:])
+}
+
+// SourceHighWater sets field sourceHighWater.
+func (e *ConnectedEncoder) SourceHighWater(v uint64) *ConnectedEncoder {
+	binary.LittleEndian.PutUint64(e.st.buf[e.off+26:], uint64(v))
 	return e
 }
 
