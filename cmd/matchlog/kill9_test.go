@@ -24,6 +24,7 @@ import (
 	"github.com/matchlog/matchlog/cluster/enginesvc"
 	"github.com/matchlog/matchlog/cluster/recordinglog"
 	"github.com/matchlog/matchlog/engine"
+	"github.com/matchlog/matchlog/engine/enginetest"
 	"github.com/matchlog/matchlog/internal/vfs"
 )
 
@@ -201,6 +202,12 @@ func TestKill9(t *testing.T) {
 	go func() {
 		lr := rand.New(rand.NewPCG(seed, 10))
 		var id uint64
+		// As fast as the node takes them while preloading (a book of
+		// tens of thousands of orders, whose snapshots take a while),
+		// then at most loadRate commands a second, few enough for the
+		// naive model to follow.
+		const loadRate = 8000
+		t0, sent := time.Now(), 0
 		for {
 			select {
 			case <-stop:
@@ -210,8 +217,13 @@ func TestKill9(t *testing.T) {
 			}
 			if paused.Load() || c.Outstanding() >= 512 {
 				time.Sleep(200 * time.Microsecond)
+				t0, sent = time.Now(), 0
 				continue
 			}
+			if ahead := time.Duration(sent)*time.Second/loadRate - time.Since(t0); ahead > 0 && !preloading.Load() {
+				time.Sleep(ahead)
+			}
+			sent++
 			var cmd engine.Command
 			side := engine.Side(lr.IntN(2))
 			switch k := lr.IntN(10); {
@@ -255,7 +267,7 @@ func TestKill9(t *testing.T) {
 	var lastLog int64
 	// The model engine is fed the log incrementally: what an earlier
 	// round scanned was recovered and closed cleanly, so it stays.
-	m := &logModel{eng: engine.New(), inLog: map[uint64]bool{}}
+	m := &logModel{eng: engine.New(), model: enginetest.NewModel(), inLog: map[uint64]bool{}}
 	for round := 0; round < rounds; round++ {
 		if round == rounds/5 {
 			preloading.Store(false)
@@ -339,10 +351,12 @@ func TestKill9(t *testing.T) {
 // checkKilledDir opens the directory of a killed node in this process and
 // checks it (see TestKill9). It returns what the node was doing when it
 // was killed, as the recovery found it, and the log's length.
-// logModel is an engine fed the log's commands, and which (client) seqs
-// it saw, up to end.
+// logModel is the B-tree engine and the naive model engine
+// (engine/enginetest) fed the log's commands, and which (client) seqs it
+// saw, up to end.
 type logModel struct {
 	eng   *engine.Engine
+	model *enginetest.Model
 	inLog map[uint64]bool
 	end   int64
 }
@@ -393,13 +407,17 @@ func checkKilledDir(t *testing.T, round int, dir string, acked []uint64, clientI
 			m.inLog[cmd.Seq] = true
 		}
 		m.eng.Apply(&cmd)
+		m.model.Apply(&cmd)
 		return nil
 	})
 	if err != nil {
 		fail("scan log: %v", err)
 	}
-	model, inLog, logEnd := m.eng, m.inLog, m.end
-	if got := model.StateHash(); got != recovered {
+	inLog, logEnd := m.inLog, m.end
+	if got := m.model.StateHash(); got != recovered {
+		fail("recovered state hash %x, the model engine fed the log's commands gives %x", recovered, got)
+	}
+	if got := m.eng.StateHash(); got != recovered {
 		fail("recovered state hash %x, the log's commands give %x", recovered, got)
 	}
 	for _, s := range acked {
