@@ -8,7 +8,7 @@ import (
 )
 
 // The fixture: a stopped single-node Aeron Cluster (Aeron 1.48.0-SNAPSHOT),
-// see /work/shared/fixtures/aeron/README.md.
+// see shared/fixtures/aeron/README.md beside the repository.
 
 type fixtureRec struct {
 	id                   int64
@@ -145,7 +145,7 @@ func TestFixtureDescribe(t *testing.T) {
 	}
 	// Nothing was written.
 	for _, name := range []string{CatalogFileName, MarkFileName, "0-0.rec", "0-131072.rec", "1-0.rec", "2-0.rec"} {
-		if a, b := readFile(t, filepath.Join(dir, name)), readFile(t, filepath.Join(fixtureDir, name)); firstDiff(a, b) >= 0 {
+		if a, b := readFile(t, filepath.Join(dir, name)), readFile(t, filepath.Join(fixtureArchive(t), name)); firstDiff(a, b) >= 0 {
 			t.Errorf("%s changed", name)
 		}
 	}
@@ -171,7 +171,7 @@ func TestFixtureVerify(t *testing.T) {
 		}
 		// Verify of a good archive never writes, even with repair options.
 		for _, name := range []string{CatalogFileName, "0-0.rec", "0-131072.rec", "1-0.rec", "2-0.rec"} {
-			if a, b := readFile(t, filepath.Join(dir, name)), readFile(t, filepath.Join(fixtureDir, name)); firstDiff(a, b) >= 0 {
+			if a, b := readFile(t, filepath.Join(dir, name)), readFile(t, filepath.Join(fixtureArchive(t), name)); firstDiff(a, b) >= 0 {
 				t.Errorf("%+v: %s changed", opts, name)
 			}
 		}

@@ -5,14 +5,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
 
 func fuzzSeedCatalogs(f *testing.F) {
-	if b, err := os.ReadFile(filepath.Join(fixtureDir, CatalogFileName)); err == nil {
+	if b, ok := fixtureFile(CatalogFileName); ok {
 		f.Add(b[:1024])
 		f.Add(b[:32+256+100])
 		c := bytes.Clone(b[:1024])
@@ -100,11 +98,11 @@ func FuzzCatalog(f *testing.F) {
 // in the header at End.
 func FuzzSegmentScan(f *testing.F) {
 	for _, name := range []string{"1-0.rec", "2-0.rec"} {
-		if b, err := os.ReadFile(filepath.Join(fixtureDir, name)); err == nil {
+		if b, ok := fixtureFile(name); ok {
 			f.Add(b[:1024], int64(0), int32(0), int32(0), uint8(0))
 		}
 	}
-	if b, err := os.ReadFile(filepath.Join(fixtureDir, "0-0.rec")); err == nil {
+	if b, ok := fixtureFile("0-0.rec"); ok {
 		f.Add(b[:2048], int64(0), int32(0), int32(100), uint8(1))
 		f.Add(b[0xff00:0x10100], int64(0), int32(0), int32(100), uint8(1))
 	}
@@ -159,7 +157,7 @@ func FuzzSegmentScan(f *testing.F) {
 // FuzzMarkFile decodes arbitrary bytes as a mark file; what decodes must
 // re-encode and decode to the same fields.
 func FuzzMarkFile(f *testing.F) {
-	if b, err := os.ReadFile(filepath.Join(fixtureDir, MarkFileName)); err == nil {
+	if b, ok := fixtureFile(MarkFileName); ok {
 		f.Add(b[:512])
 		f.Add(b[8:512])
 	}

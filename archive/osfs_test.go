@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/matchlog/matchlog/internal/fixtures"
 	"github.com/matchlog/matchlog/internal/vfs"
 )
 
@@ -132,29 +133,28 @@ func (m *memFile) Truncate(size int64) error {
 func (m *memFile) Size() (int64, error) { return int64(len(m.b)), nil }
 func (m *memFile) Name() string         { return m.name }
 
-const fixtureDir = "/work/shared/fixtures/aeron/single-node-1/archive"
-
-// copyFixture copies the read-only fixture archive into a temp dir.
+// copyFixture copies real Aeron's archive directory (the single-node-1
+// fixture's archive/) into a temp dir and returns it.
 func copyFixture(t testing.TB) string {
 	t.Helper()
-	if _, err := os.Stat(fixtureDir); err != nil {
-		t.Skipf("fixture not available: %v", err)
+	return filepath.Join(fixtures.CopyAeronSingleNode(t, "archive"), "archive")
+}
+
+// fixtureArchive is the fixture's archive directory itself (read only).
+func fixtureArchive(t testing.TB) string {
+	t.Helper()
+	return filepath.Join(fixtures.AeronSingleNode(t), "archive")
+}
+
+// fixtureFile reads a file of the fixture's archive directory for a fuzz
+// seed; false without the fixture.
+func fixtureFile(name string) ([]byte, bool) {
+	d, ok := fixtures.AeronSingleNodeDir()
+	if !ok {
+		return nil, false
 	}
-	dir := t.TempDir()
-	es, err := os.ReadDir(fixtureDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range es {
-		b, err := os.ReadFile(filepath.Join(fixtureDir, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
+	b, err := os.ReadFile(filepath.Join(d, "archive", name))
+	return b, err == nil
 }
 
 func readFile(t testing.TB, path string) []byte {

@@ -88,7 +88,7 @@ func TestVerifyTornTail(t *testing.T) {
 			t.Fatalf("%s: repair: %+v", mode, r)
 		}
 		got := readFile(t, seg)
-		orig := readFile(t, filepath.Join(fixtureDir, "0-131072.rec"))
+		orig := readFile(t, filepath.Join(fixtureArchive(t), "0-131072.rec"))
 		if len(got) != 131072 || !bytes.Equal(got[:lastFrame], orig[:lastFrame]) || !allZero(got[lastFrame:]) {
 			t.Fatalf("%s: repaired segment: len %d", mode, len(got))
 		}
@@ -251,7 +251,7 @@ func TestVerifyStopPosition(t *testing.T) {
 	}
 	// Files of recordings 0 and 2 untouched.
 	for _, name := range []string{"0-0.rec", "0-131072.rec", "2-0.rec"} {
-		if !bytes.Equal(readFile(t, filepath.Join(dir, name)), readFile(t, filepath.Join(fixtureDir, name))) {
+		if !bytes.Equal(readFile(t, filepath.Join(dir, name)), readFile(t, filepath.Join(fixtureArchive(t), name))) {
 			t.Fatalf("%s changed", name)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/matchlog/matchlog/archive"
 	"github.com/matchlog/matchlog/cluster"
+	"github.com/matchlog/matchlog/internal/fixtures"
 	"github.com/matchlog/matchlog/internal/vfs"
 	acs "github.com/matchlog/matchlog/sbe/aeronclustersbe"
 	"github.com/matchlog/matchlog/snapshot"
@@ -274,7 +275,7 @@ func TestLogLikeAeron(t *testing.T) {
 		}
 		return out
 	}
-	const fx = "/work/shared/fixtures/aeron/single-node-1/archive/"
+	fx := fixtures.AeronSingleNode(t) + "/archive/"
 	aeron := kinds(vfs.Default, fx+"0-0.rec", archive.SegmentParams{TermLength: 65536, SegmentLength: 131072, StreamID: 100})
 	for k, v := range kinds(vfs.Default, fx+"0-131072.rec", archive.SegmentParams{Base: 131072, TermLength: 65536, SegmentLength: 131072, StreamID: 100}) {
 		aeron[k] += v

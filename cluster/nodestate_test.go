@@ -6,43 +6,18 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"runtime"
 	"testing"
 
 	"github.com/matchlog/matchlog/cluster"
 	"github.com/matchlog/matchlog/cluster/recordinglog"
+	"github.com/matchlog/matchlog/internal/fixtures"
 	"github.com/matchlog/matchlog/internal/vfs"
 )
-
-// aeronFixture is shared/fixtures/aeron/single-node-1 beside the
-// repository (a failure under CI, a skip elsewhere when it is missing).
-func aeronFixture(t *testing.T) string {
-	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(file), "..")
-	for _, d := range []string{
-		os.Getenv("MATCHLOG_AERON_FIXTURES"),
-		filepath.Join(root, "..", "shared", "fixtures", "aeron", "single-node-1"),
-		"/work/shared/fixtures/aeron/single-node-1",
-	} {
-		if d == "" {
-			continue
-		}
-		if _, err := os.Stat(filepath.Join(d, "cluster", "recording.log")); err == nil {
-			return d
-		}
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatal("Aeron fixture shared/fixtures/aeron/single-node-1 not found beside the repository")
-	}
-	t.Skip("Aeron fixture not found (set MATCHLOG_AERON_FIXTURES)")
-	return ""
-}
 
 // TestNodeStateFixture decodes Aeron's node-state.dat and re-encodes it
 // byte for byte over the whole 1 MiB file.
 func TestNodeStateFixture(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join(aeronFixture(t), "cluster", cluster.NodeStateFileName))
+	raw, err := os.ReadFile(filepath.Join(fixtures.AeronSingleNode(t), "cluster", cluster.NodeStateFileName))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,11 +9,9 @@ import (
 
 	"github.com/matchlog/matchlog/archive"
 	"github.com/matchlog/matchlog/cluster/recordinglog"
+	"github.com/matchlog/matchlog/internal/fixtures"
 	"github.com/matchlog/matchlog/internal/vfs"
 )
-
-// fixtureDir is real Aeron's single-node-1 node directory (read-only).
-const fixtureDir = "../../../shared/fixtures/aeron/single-node-1"
 
 // Expected outputs, from the fixture's README.
 const (
@@ -22,40 +20,6 @@ const (
 		"committedLogPosition=115744, snapshots=[rec2 svc-1 @115744, rec1 svc0 @115744], " +
 		"log=(recordingId 0, startPosition 115744, stopPosition 231264, initialTermId 0, termBufferLength 65536, mtuLength 1408)"
 )
-
-// copyFixture copies the fixture's cluster/ and archive/ into a new temp
-// directory, writable, and returns it. It skips the test if the fixture is
-// not there.
-func copyFixture(t testing.TB) string {
-	t.Helper()
-	src, err := filepath.Abs(fixtureDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(src); err != nil {
-		t.Skipf("fixture not available: %v", err)
-	}
-	dst := t.TempDir()
-	for _, sub := range []string{"cluster", "archive"} {
-		names, err := os.ReadDir(filepath.Join(src, sub))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.MkdirAll(filepath.Join(dst, sub), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		for _, n := range names {
-			b, err := os.ReadFile(filepath.Join(src, sub, n.Name()))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(dst, sub, n.Name()), b, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	return dst
-}
 
 func openCatalog(t testing.TB, dir string) *archive.Catalog {
 	t.Helper()
@@ -68,7 +32,7 @@ func openCatalog(t testing.TB, dir string) *archive.Catalog {
 }
 
 func TestFixtureDecode(t *testing.T) {
-	dir := copyFixture(t)
+	dir := fixtures.CopyAeronSingleNode(t)
 	l, err := recordinglog.Open(vfs.Default, filepath.Join(dir, "cluster"), recordinglog.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
@@ -113,7 +77,7 @@ func TestFixtureDecode(t *testing.T) {
 }
 
 func TestFixtureRecoveryPlan(t *testing.T) {
-	dir := copyFixture(t)
+	dir := fixtures.CopyAeronSingleNode(t)
 	l, err := recordinglog.Open(vfs.Default, filepath.Join(dir, "cluster"), recordinglog.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
@@ -138,7 +102,7 @@ func TestFixtureRecoveryPlan(t *testing.T) {
 // left, so the plan, like Aeron's, replays the whole log from the
 // recording's start; the TERM is still open, so committed stays 0.
 func TestFixtureInvalidateLatestSnapshot(t *testing.T) {
-	dir := copyFixture(t)
+	dir := fixtures.CopyAeronSingleNode(t)
 	cdir := filepath.Join(dir, "cluster")
 	l, err := recordinglog.Open(vfs.Default, cdir, recordinglog.Options{SyncLevel: 1})
 	if err != nil {
@@ -155,7 +119,7 @@ func TestFixtureInvalidateLatestSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	orig, err := os.ReadFile(filepath.Join(fixtureDir, "cluster", recordinglog.FileName))
+	orig, err := os.ReadFile(filepath.Join(fixtures.AeronSingleNode(t), "cluster", recordinglog.FileName))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +174,7 @@ func TestFixtureInvalidateLatestSnapshot(t *testing.T) {
 // With two services the fixture's snapshot set is incomplete: the plan names
 // the entry in service 1's place and refuses.
 func TestFixturePlanTwoServices(t *testing.T) {
-	dir := copyFixture(t)
+	dir := fixtures.CopyAeronSingleNode(t)
 	l, err := recordinglog.Open(vfs.Default, filepath.Join(dir, "cluster"), recordinglog.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/matchlog/matchlog/archive"
+	"github.com/matchlog/matchlog/internal/fixtures"
 	"github.com/matchlog/matchlog/internal/logbuf"
 	"github.com/matchlog/matchlog/internal/vfs"
 )
@@ -16,7 +17,7 @@ import (
 // original) into a temp directory and returns the copy.
 func copyArchiveFixture(t *testing.T) string {
 	t.Helper()
-	return filepath.Join(copyClusterFixture(t), "archive")
+	return filepath.Join(fixtures.CopyAeronSingleNode(t), "archive")
 }
 
 func fileExists(dir, name string) bool {

@@ -15,40 +15,8 @@ import (
 	"github.com/matchlog/matchlog/cluster/enginesvc"
 	"github.com/matchlog/matchlog/engine"
 	"github.com/matchlog/matchlog/engine/enginetest"
+	"github.com/matchlog/matchlog/internal/fixtures"
 )
-
-// clusterFixture is real Aeron's single-node-1 node directory; tests use a
-// copy, never the original.
-const clusterFixture = "../../../shared/fixtures/aeron/single-node-1"
-
-// copyClusterFixture copies the fixture's cluster/ and archive/ into a temp
-// directory, writable, and returns it.
-func copyClusterFixture(t *testing.T) string {
-	t.Helper()
-	if _, err := os.Stat(clusterFixture); err != nil {
-		t.Skipf("fixture not available: %v", err)
-	}
-	dst := t.TempDir()
-	for _, sub := range []string{"cluster", "archive"} {
-		names, err := os.ReadDir(filepath.Join(clusterFixture, sub))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.MkdirAll(filepath.Join(dst, sub), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		for _, n := range names {
-			b, err := os.ReadFile(filepath.Join(clusterFixture, sub, n.Name()))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(dst, sub, n.Name()), b, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	return dst
-}
 
 // The fixture README's ClusterTool outputs (the recovery plan is wrapped
 // over two lines there; ClusterTool prints one).
@@ -60,7 +28,7 @@ const (
 )
 
 func TestClusterRecordingLog(t *testing.T) {
-	d := copyClusterFixture(t)
+	d := fixtures.CopyAeronSingleNode(t)
 	code, out, errb := runCLI(t, "cluster", "recording-log", "--dir", d)
 	if code != 0 || errb != "" || out != readmeRecordingLog {
 		t.Fatalf("exit %d, stderr %q, stdout\n%s", code, errb, out)
@@ -93,7 +61,7 @@ func TestClusterRecordingLog(t *testing.T) {
 }
 
 func TestClusterRecoveryPlan(t *testing.T) {
-	d := copyClusterFixture(t)
+	d := fixtures.CopyAeronSingleNode(t)
 	want := strings.ReplaceAll(readmePlan, ",\n", ", ") + "\n"
 	code, out, errb := runCLI(t, "cluster", "recovery-plan", "--dir", d, "--services", "1")
 	if code != 0 || errb != "" || out != want {
@@ -123,7 +91,7 @@ func TestClusterRecoveryPlan(t *testing.T) {
 // invalidate-latest-snapshot on a copy of the fixture: the only set goes, so
 // the plan replays the whole log; a second run finds nothing (exit 1).
 func TestClusterInvalidateLatestSnapshot(t *testing.T) {
-	d := copyClusterFixture(t)
+	d := fixtures.CopyAeronSingleNode(t)
 	code, out, errb := runCLI(t, "cluster", "invalidate-latest-snapshot", "--dir", d)
 	want := "invalidate latest snapshot: true\n" +
 		"[TERM rec0 term0 base0 logPos -1][SNAPSHOT rec1 svc0 logPos 115744 INVALID][SNAPSHOT rec2 svc-1 logPos 115744 INVALID]\n"
@@ -143,7 +111,7 @@ func TestClusterInvalidateLatestSnapshot(t *testing.T) {
 }
 
 func TestClusterDescribe(t *testing.T) {
-	d := copyClusterFixture(t)
+	d := fixtures.CopyAeronSingleNode(t)
 	code, out, errb := runCLI(t, "cluster", "describe", "--dir", d)
 	if code != 0 || errb != "" {
 		t.Fatalf("exit %d, stderr %q", code, errb)
@@ -177,7 +145,7 @@ func TestClusterDescribe(t *testing.T) {
 }
 
 func TestClusterErrors(t *testing.T) {
-	d := copyClusterFixture(t)
+	d := fixtures.CopyAeronSingleNode(t)
 	for _, args := range [][]string{
 		{"cluster"}, {"cluster", "frobnicate"}, {"cluster", "recording-log"}, {"cluster", "recording-log", "--dir"},
 		{"cluster", "recording-log", "--dir", d, "extra"}, {"cluster", "recording-log", "--dir", d, "--services", "2"},
@@ -550,14 +518,14 @@ func TestClusterSnapshotRefusals(t *testing.T) {
 	}
 
 	// A copy of Aeron's node directory: refused, unchanged.
-	aeron := copyClusterFixture(t)
+	aeron := fixtures.CopyAeronSingleNode(t)
 	code, out, errb = runCLI(t, "cluster", "snapshot", "--dir", aeron)
 	if code != 1 || out != "" || !strings.Contains(errb, "only works on matchlog node directories") ||
 		!strings.Contains(errb, "ClusterTool snapshot") {
 		t.Errorf("Aeron dir: exit %d, stdout %q, stderr %q", code, out, errb)
 	}
 	for _, sub := range []string{"cluster", "archive"} {
-		names, err := os.ReadDir(filepath.Join(clusterFixture, sub))
+		names, err := os.ReadDir(filepath.Join(fixtures.AeronSingleNode(t), sub))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -566,7 +534,7 @@ func TestClusterSnapshotRefusals(t *testing.T) {
 			t.Errorf("%s: %d files, the fixture has %d", sub, len(copied), len(names))
 		}
 		for _, n := range names {
-			want, _ := os.ReadFile(filepath.Join(clusterFixture, sub, n.Name()))
+			want, _ := os.ReadFile(filepath.Join(fixtures.AeronSingleNode(t), sub, n.Name()))
 			got, _ := os.ReadFile(filepath.Join(aeron, sub, n.Name()))
 			if !bytes.Equal(got, want) {
 				t.Errorf("snapshot changed %s/%s", sub, n.Name())
@@ -590,7 +558,7 @@ func TestClusterSnapshotRefusals(t *testing.T) {
 		t.Errorf("Aeron dir with our mark file: exit %d, stderr %q", code, errb)
 	}
 	for _, f := range []string{"cluster/recording.log", "archive/archive.catalog", "archive/archive-mark.dat"} {
-		want, _ := os.ReadFile(filepath.Join(clusterFixture, f))
+		want, _ := os.ReadFile(filepath.Join(fixtures.AeronSingleNode(t), f))
 		if got, _ := os.ReadFile(filepath.Join(aeron, f)); !bytes.Equal(got, want) {
 			t.Errorf("snapshot changed %s", f)
 		}
@@ -601,7 +569,7 @@ func TestClusterSnapshotRefusals(t *testing.T) {
 		!strings.Contains(out, "consensus module: sessions=1 timers=0 nextSessionId=2") {
 		t.Errorf("describe of Aeron's dir with our mark file: exit %d\n%s", code, out)
 	}
-	if err := os.WriteFile(aeronMark, mustRead(t, filepath.Join(clusterFixture, "cluster", cluster.MarkFileName)), 0o644); err != nil {
+	if err := os.WriteFile(aeronMark, mustRead(t, filepath.Join(fixtures.AeronSingleNode(t), "cluster", cluster.MarkFileName)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 

@@ -4,37 +4,16 @@ import (
 	"encoding/binary"
 	"os"
 	"path/filepath"
-	"runtime"
 	"testing"
+
+	"github.com/matchlog/matchlog/internal/fixtures"
 )
 
 // fixtureDir is shared/fixtures/aeron/single-node-1: the cluster and archive
 // directories of a stopped single-node Aeron 1.48 cluster (see its README).
 func fixtureDir(t testing.TB) string {
 	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	// sbe/aeroncheck -> repository root -> its parent holds shared/.
-	root := filepath.Join(filepath.Dir(file), "..", "..")
-	for _, d := range []string{
-		os.Getenv("MATCHLOG_AERON_FIXTURES"),
-		filepath.Join(root, "..", "shared", "fixtures", "aeron", "single-node-1"),
-		filepath.Join(root, "shared", "fixtures", "aeron", "single-node-1"),
-		"/work/shared/fixtures/aeron/single-node-1",
-	} {
-		if d == "" {
-			continue
-		}
-		if _, err := os.Stat(filepath.Join(d, "archive", "archive.catalog")); err == nil {
-			return d
-		}
-	}
-	// CI always has shared/ beside the clone: there a missing fixture is a
-	// failure, never a silent skip.
-	if os.Getenv("CI") != "" {
-		t.Fatal("Aeron fixture shared/fixtures/aeron/single-node-1 not found beside the repository")
-	}
-	t.Skip("Aeron fixture shared/fixtures/aeron/single-node-1 not found (set MATCHLOG_AERON_FIXTURES)")
-	return ""
+	return fixtures.AeronSingleNode(t)
 }
 
 // copyFixture copies the named fixture files (relative to the fixture dir)
