@@ -61,6 +61,9 @@ func TestSnapshotNice(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := <-svc.prio
+		if err := n.Stats().LastSnapshotNiceErr; err != nil {
+			t.Fatalf("SnapshotNice %d: %v", c.nice, err)
+		}
 		n.Close()
 		// The raw priority is 20 - nice.
 		if base-got != c.delta {

@@ -162,6 +162,10 @@ type Stats struct {
 	// node's goroutine after the write).
 	LastSnapshotLogSync time.Duration
 	Skipped             int64 // log entries for sessions no longer open
+	// LastSnapshotNiceErr is why the last pauseless snapshot's writer
+	// could not take Options.SnapshotNice (it then ran at the process's
+	// priority), or nil.
+	LastSnapshotNiceErr error
 	// MaxLogRecord is the longest the duty cycle spent recording the log
 	// in one cycle (archive write, and sync at level >= 1) since Open or
 	// ResetMaxima; MaxLogRecordAt when that was.

@@ -136,6 +136,7 @@ func (n *Node) pollSnapshot(wait bool) error {
 	n.stats.LastSnapshotWrite = job.duration
 	n.stats.LastSnapshotPrepare = job.prepare
 	n.stats.LastSnapshotArchive = job.archive
+	n.stats.LastSnapshotNiceErr = job.niceErr
 	n.stats.LastSnapshotLogSync = job.logSync
 	n.lastSnapPos = pos
 	n.lastSnapTime = ts
