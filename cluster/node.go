@@ -689,12 +689,14 @@ func (n *Node) sequence() (int, error) {
 	done := 0
 	now := n.timestamp()
 	var err error
+	opened := false // an open among the items sequenced
 	for i := range batch {
 		it := &batch[i]
 		ok := true
 		switch it.kind {
 		case inOpen:
 			ok, err = n.offerLog(n.encodeOpen(it, now))
+			opened = opened || ok
 		case inMessage:
 			if n.cm.sessions[it.session] != nil || n.pendingOpenLocked(it.session) {
 				ok, err = n.offerLog(n.encodeMessage(it.session, now, n.work.arena[it.off:it.off+it.n]))
@@ -711,10 +713,6 @@ func (n *Node) sequence() (int, error) {
 			break
 		}
 		done++
-	}
-	opened := false
-	for i := 0; i < done; i++ {
-		opened = opened || batch[i].kind == inOpen
 	}
 	if opened {
 		n.mu.Lock()
