@@ -400,8 +400,8 @@ func sortedLevels(m map[int64]depthLevel, bids bool, k int) []depthLevel {
 
 // depthTable prints bids and asks side by side, best first.
 func depthTable(w io.Writer, instrument uint, bids, asks []depthLevel) error {
+	fmt.Fprintf(w, "instrument %d\n", instrument)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "instrument %d\t\t\t\t\t\t\n", instrument)
 	fmt.Fprint(tw, "count\tbid qty\tbid\task\task qty\tcount\t\n")
 	for i := range max(len(bids), len(asks)) {
 		var b, a [3]string
