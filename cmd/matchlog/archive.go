@@ -23,8 +23,8 @@ const archiveUsage = `usage: matchlog archive <command> --dir D [flags]
 Commands, over the archive of a node directory D (D/archive/archive.catalog), or
 over an archive directory itself (holding archive.catalog), as Aeron's
 ArchiveTool takes it:
-  describe  every recording: state, positions, segment files and their sizes,
-            files pending deletion (*.deleted) and unknown segment files
+  describe  every recording (or --id N): state, positions, segment files and
+            their sizes, files pending deletion (*.deleted) and unknown segment files
   verify    ArchiveTool verify: [--all] scan every segment, [--truncate] cut a
             torn tail and fix the stop position, [--mark-invalid], [--id N];
             exit 1 when a recording is not OK
@@ -68,7 +68,7 @@ var archiveCommands = map[string]struct {
 	flags []string
 	run   func(f *archiveFlags, stdout io.Writer) error
 }{
-	"describe": {nil, archiveDescribe},
+	"describe": {[]string{"id"}, archiveDescribe},
 	"verify":   {[]string{"all", "truncate", "mark-invalid", "id"}, archiveVerify},
 	"detach":   {[]string{"id", "position"}, archiveDetach},
 	"delete":   {[]string{"id", "now", "delay"}, archiveDelete},
@@ -101,7 +101,7 @@ func runArchive(args []string, stdout, stderr io.Writer) error {
 		switch fl {
 		case "id":
 			help := "recording id (required)"
-			if name == "verify" {
+			if name == "verify" || name == "describe" {
 				help = "recording id (default: every recording)"
 			}
 			fs.Int64Var(&f.id, "id", -1, help)
@@ -270,6 +270,9 @@ func archiveDescribe(f *archiveFlags, stdout io.Writer) error {
 	recs := []describeJSON{}
 	for _, r := range desc.Recordings {
 		d := r.Descriptor
+		if f.id >= 0 && d.RecordingID != f.id {
+			continue
+		}
 		j := describeJSON{
 			RecordingID: d.RecordingID, State: r.State.String(), CatalogOffset: r.Offset,
 			StartPosition: d.StartPosition, StopPosition: d.StopPosition,

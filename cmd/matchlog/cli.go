@@ -216,7 +216,8 @@ func writeJSONDoc(b *strings.Builder, t reflect.Type, indent string, seen map[re
 			name = f.Name
 		}
 		ft := f.Type
-		fmt.Fprintf(b, "%s%-*s %-9s %s\n", indent, max(1, 30-len(indent)), name, jsonTypeName(ft), f.Tag.Get("doc"))
+		line := fmt.Sprintf("%s%-*s %-9s %s", indent, max(1, 30-len(indent)), name, jsonTypeName(ft), f.Tag.Get("doc"))
+		b.WriteString(strings.TrimRight(line, " ") + "\n")
 		for ft.Kind() == reflect.Pointer || ft.Kind() == reflect.Slice {
 			ft = ft.Elem()
 		}

@@ -110,40 +110,6 @@ func TestClusterInvalidateLatestSnapshot(t *testing.T) {
 	}
 }
 
-func TestClusterDescribe(t *testing.T) {
-	d := fixtures.CopyAeronSingleNode(t)
-	code, out, errb := runCLI(t, "cluster", "describe", "--dir", d)
-	if code != 0 || errb != "" {
-		t.Fatalf("exit %d, stderr %q", code, errb)
-	}
-	for _, s := range []string{
-		"3 entries, 192 bytes",
-		"#0 @0 TERM valid recordingId=0 leadershipTermId=0 termBaseLogPosition=0 logPosition=-1",
-		"recording 0: VALID startPosition=0 stopPosition=231264 initialTermId=0 termBufferLength=65536 segmentFileLength=131072 mtuLength=1408",
-		"segments: 0-0.rec (131072 bytes), 0-131072.rec (131072 bytes)",
-		"recording 1: VALID startPosition=0 stopPosition=352",
-		"recording 2: VALID startPosition=0 stopPosition=480",
-		"referenced by: SNAPSHOT term 0 service -1 logPosition 115744",
-	} {
-		if !strings.Contains(out, s) {
-			t.Errorf("describe lacks %q:\n%s", s, out)
-		}
-	}
-	code, out, _ = runCLI(t, "cluster", "describe", "--dir", d, "--json")
-	var doc struct {
-		RecordingLog struct {
-			Entries []map[string]any `json:"entries"`
-		} `json:"recording_log"`
-		Recordings []map[string]any `json:"recordings"`
-	}
-	if err := json.Unmarshal([]byte(out), &doc); code != 0 || err != nil || len(doc.RecordingLog.Entries) != 3 || len(doc.Recordings) != 3 {
-		t.Fatalf("--json: exit %d, %v\n%s", code, err, out)
-	}
-	if r := doc.Recordings[0]; r["recording_id"] != 0.0 || r["stop_position"] != 231264.0 || r["in_catalog"] != true {
-		t.Errorf("recording 0: %v", r)
-	}
-}
-
 func TestClusterErrors(t *testing.T) {
 	d := fixtures.CopyAeronSingleNode(t)
 	for _, args := range [][]string{
@@ -383,8 +349,8 @@ func TestClusterNodeSnapshot(t *testing.T) {
 		Node struct {
 			Live bool `json:"live"`
 			Log  struct {
-				RecordingID  int64    `json:"recording_id"`
-				StopPosition int64    `json:"stop_position"`
+				RecordingID  int64 `json:"recording_id"`
+				StopPosition int64 `json:"stop_position"`
 				Segments     []struct {
 					Name string `json:"name"`
 				} `json:"segments"`

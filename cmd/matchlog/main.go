@@ -48,7 +48,7 @@ Usage: matchlog <verb> [flags]
 Verbs:
 `)
 	for _, v := range verbs {
-		fmt.Fprintf(w, "  %-12s %s\n", v.usage, v.summary)
+		fmt.Fprintf(w, "  %-17s %s\n", v.usage, v.summary)
 	}
 	fmt.Fprint(w, "\nRun 'matchlog help <verb> [<cmd>]' (or 'matchlog <verb> [<cmd>] -h') for a verb's flags and output.\n"+
 		"--dir is the node directory everywhere (cluster verbs also take its cluster/, archive verbs its archive/).\n")
