@@ -358,3 +358,33 @@ func copyTree(t *testing.T, src, dst string) {
 		t.Fatal(err)
 	}
 }
+
+// TestFlagTypes: a flag has one name and one type in every verb; verbs
+// that run one configuration refuse a list; the old spellings are gone.
+// Every case fails while parsing, before any work.
+func TestFlagTypes(t *testing.T) {
+	d := t.TempDir()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"node", "--dir", d, "--sync", "0,2"}, "--sync 0,2: this verb runs one configuration"},
+		{[]string{"demo", "--sync", "0,2"}, "--sync 0,2: this verb runs one configuration"},
+		{[]string{"demo", "--orders", "1K,2K"}, "--orders 1000,2000: this verb runs one configuration"},
+		{[]string{"demo", "--rate", "2.5"}, `invalid value "2.5" for flag -rate`},
+		{[]string{"bench", "engine", "--orders", "1M,5M"}, "--orders 1000000,5000000: this verb runs one configuration"},
+		{[]string{"bench", "cluster", "--sync", "0,3"}, "--sync 3: want 0, 1 or 2"},
+		{[]string{"bench", "cluster", "--snapshot-mode", "both"}, `"both": want pauseless or stw`},
+		{[]string{"bench", "cluster", "--rate", "1.5"}, `invalid value "1.5" for flag -rate`},
+		{[]string{"bench", "cluster", "--mode", "both"}, "flag provided but not defined: -mode"},
+		{[]string{"bench", "archive", "--dir", d}, "flag provided but not defined: -dir"},
+		{[]string{"cluster", "snapshot", "--dir", d, "--mode", "stw"}, "flag provided but not defined: -mode"},
+		{[]string{"cluster", "snapshot", "--dir", d, "--snapshot-mode", "stw,pauseless"}, "this verb takes one snapshot mode"},
+		{[]string{"difftest", "--seed", "-1"}, `invalid value "-1" for flag -seed`},
+	} {
+		code, out, errb := runCLI(t, c.args...)
+		if code != 2 || out != "" || !strings.Contains(errb, c.want) {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit 2 and %q", c.args, code, out, errb, c.want)
+		}
+	}
+}
