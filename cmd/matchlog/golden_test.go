@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -387,4 +388,95 @@ func TestFlagTypes(t *testing.T) {
 			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit 2 and %q", c.args, code, out, errb, c.want)
 		}
 	}
+}
+
+var (
+	number  = regexp.MustCompile(`-?\d+(\.\d+)?(e[-+]\d+)?`)
+	spaces  = regexp.MustCompile(` +`)
+	metText = regexp.MustCompile(`\b(not )?met\b`)
+)
+
+// benchShape is what is stable of a bench's output, which is
+// measurements: the JSON document with every number 0 and the build and
+// date strings masked, and whether a target was met and the machine loaded
+// (fields and nesting stay), or the text with every number N, "met" and
+// "not met" as "met?" and runs of spaces collapsed (the rows and labels
+// stay).
+func benchShape(t *testing.T, out string, isJSON bool) string {
+	t.Helper()
+	if !isJSON {
+		out = metText.ReplaceAllString(number.ReplaceAllString(out, "N"), "met?")
+		return spaces.ReplaceAllString(out, " ")
+	}
+	var v any
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatalf("%v:\n%s", err, out)
+	}
+	var walk func(v any, key string) any
+	walk = func(v any, key string) any {
+		switch x := v.(type) {
+		case float64:
+			return 0
+		case bool:
+			if key == "met" || key == "loaded" {
+				return "(masked)"
+			}
+			return x
+		case string:
+			switch key {
+			case "date", "go_version", "goos", "goarch":
+				return "(masked)"
+			}
+			return x
+		case []any:
+			for i := range x {
+				x[i] = walk(x[i], key)
+			}
+			return x
+		case map[string]any:
+			for k, e := range x {
+				x[k] = walk(e, k)
+			}
+			return x
+		}
+		return v
+	}
+	b, err := json.MarshalIndent(walk(v, ""), "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b) + "\n"
+}
+
+// TestGoldenBench: the benches' outputs are measurements, so their golden
+// files hold the shape only (benchShape): the fields of the JSON and the
+// rows of the table. bench archive and bench snapshot run here at a tiny
+// size (about a second); bench engine (its command mix has a fixed size,
+// several seconds) and bench cluster (a second of baseline per
+// configuration) are left to their own tests in bench/ and
+// cluster/enginesvc.
+func TestGoldenBench(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes 8 MiB with syncs")
+	}
+	var b strings.Builder
+	wd := t.TempDir()
+	for _, args := range [][]string{
+		{"bench", "archive", "--bytes", "1048576", "--runs", "2", "--work-dir", wd},
+		{"bench", "snapshot", "--orders", "2000", "--takes", "1", "--workers", "0"},
+	} {
+		for _, asJSON := range []bool{false, true} {
+			a := args
+			if asJSON {
+				a = append(a[:len(a):len(a)], "--json")
+			}
+			code, out, errb := runCLI(t, a...)
+			if code != 0 {
+				t.Fatalf("%q: exit %d, stderr %s", a, code, errb)
+			}
+			shown := strings.ReplaceAll(strings.Join(a, " "), wd, "$DIR")
+			fmt.Fprintf(&b, "$ matchlog %s\nexit %d\n--- stdout (shape)\n%s", shown, code, benchShape(t, out, asJSON))
+		}
+	}
+	checkGolden(t, "bench", b.String())
 }
