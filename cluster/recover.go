@@ -43,6 +43,14 @@ func (n *Node) Recovery() Recovery { return n.recovery }
 func (n *Node) open() error {
 	fsys := n.fs
 	n.timestamp()
+	// Nothing is created or written before the directory is known to be a
+	// stopped matchlog node's (or new).
+	if err := checkMarkFile(fsys, n.cdir, n.opts.EpochClock(), n.opts.MarkFileTimeout); err != nil {
+		return err
+	}
+	if err := checkArchiveMark(fsys, n.adir, n.opts.EpochClock(), n.opts.MarkFileTimeout); err != nil {
+		return err
+	}
 	// New directories are durable once their parents are synced.
 	for _, d := range []string{n.cdir, n.adir} {
 		if err := fsys.MkdirAll(d); err != nil {
@@ -55,9 +63,6 @@ func (n *Node) open() error {
 		}
 	}
 	var err error
-	if err := checkMarkFile(fsys, n.cdir, n.opts.EpochClock(), n.opts.MarkFileTimeout.Milliseconds()); err != nil {
-		return err
-	}
 	n.markMs = n.opts.EpochClock()
 	if n.mark, err = writeMarkFile(fsys, n.cdir, n.markMs, n.cdir); err != nil {
 		return fmt.Errorf("cluster: mark file: %w", err)

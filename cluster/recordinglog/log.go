@@ -515,3 +515,99 @@ func (l *Log) InvalidateLatestSnapshot() (bool, error) {
 	}
 	return len(starts) > 0, nil
 }
+
+// RevalidateEntry undoes InvalidateEntry: it rewrites only the type field
+// of the entry with the given entry index, with bit 31 cleared, restoring
+// the entry's original type (the invalid flag is the only bit an
+// invalidation sets). Revalidating a valid entry rewrites the same value. A
+// TERM is not revalidated while another valid TERM of its term exists.
+func (l *Log) RevalidateEntry(entryIndex int) error {
+	if err := l.writable(); err != nil {
+		return err
+	}
+	for i := range l.entries {
+		if l.entries[i].Index == entryIndex {
+			e := &l.entries[i]
+			if e.Type == TypeTerm && !e.Valid && l.termIndex(e.LeadershipTermID) >= 0 {
+				return fmt.Errorf("recordinglog: entry #%d: term %d already has a valid TERM entry", entryIndex, e.LeadershipTermID)
+			}
+			return l.revalidate(i)
+		}
+	}
+	return fmt.Errorf("recordinglog: unknown entry index %d", entryIndex)
+}
+
+func (l *Log) revalidate(i int) error {
+	e := &l.entries[i]
+	var b [4]byte
+	binary.LittleEndian.PutUint32(b[:], uint32(e.Type))
+	if err := l.write(b[:], e.Offset+EntryTypeOffset, "revalidate entry"); err != nil {
+		return err
+	}
+	e.Valid = true
+	return nil
+}
+
+// RevalidateLatestInvalidatedSnapshot undoes the last
+// InvalidateLatestSnapshot: it finds the invalid consensus-module
+// (serviceId -1) SNAPSHOT or STANDBY_SNAPSHOT entries with the lowest
+// logPosition above the latest valid consensus-module snapshot (the set the
+// last invalidation hit: each invalidation takes the highest valid set, so
+// the sets above it were invalidated earlier), and from each walks
+// backwards in sorted order clearing the invalid flag of the consecutive
+// invalid snapshot entries of serviceId -1, 0, 1, ... . So Invalidate then
+// Revalidate leaves the file byte-identical. Each entry's TERM must be
+// valid, otherwise nothing is changed and an error is returned. It returns
+// the entries revalidated (none when no invalidated set is above the
+// latest valid one).
+func (l *Log) RevalidateLatestInvalidatedSnapshot() ([]Entry, error) {
+	if err := l.writable(); err != nil {
+		return nil, err
+	}
+	floor := int64(NullValue) - 1
+	for i := range l.entries {
+		if e := &l.entries[i]; isValidAnySnapshot(e) && e.ServiceID == ConsensusModuleServiceID && e.LogPosition > floor {
+			floor = e.LogPosition
+		}
+	}
+	isInvalidSnapshot := func(e *Entry) bool {
+		return !e.Valid && (e.Type == TypeSnapshot || e.Type == TypeStandbySnapshot)
+	}
+	var starts []int
+	low := int64(-1)
+	for i := range l.entries {
+		e := &l.entries[i]
+		if !isInvalidSnapshot(e) || e.ServiceID != ConsensusModuleServiceID || e.LogPosition <= floor {
+			continue
+		}
+		if low >= 0 && e.LogPosition > low {
+			continue
+		}
+		if low < 0 || e.LogPosition < low {
+			starts = starts[:0]
+			low = e.LogPosition
+		}
+		starts = append(starts, i)
+	}
+	for _, i := range starts {
+		if e := &l.entries[i]; l.termIndex(e.LeadershipTermID) < 0 {
+			return nil, fmt.Errorf("recordinglog: no valid TERM entry for the invalidated snapshot %v: revalidate that term first", *e)
+		}
+	}
+	var done []Entry
+	for k := len(starts) - 1; k >= 0; k-- {
+		serviceID := int32(ConsensusModuleServiceID)
+		for i := starts[k]; i >= 0; i-- {
+			e := &l.entries[i]
+			if !isInvalidSnapshot(e) || e.ServiceID != serviceID || e.LogPosition != low {
+				break
+			}
+			if err := l.revalidate(i); err != nil {
+				return done, err
+			}
+			done = append(done, *e)
+			serviceID++
+		}
+	}
+	return done, nil
+}

@@ -364,20 +364,6 @@ func archiveVerify(f *archiveFlags, stdout io.Writer) error {
 	return nil
 }
 
-// refuseLive fails when the directory's mark file shows a live archive.
-func refuseLive(dir string) error {
-	m, err := archive.ReadMarkFileIn(vfs.Default, dir)
-	if err != nil {
-		return nil // no (readable) mark file: no live archive wrote one
-	}
-	now := time.Now().UnixMilli()
-	if m.IsLive(now, archive.DefaultMarkTimeout.Milliseconds()) {
-		return fmt.Errorf("%w: %s (pid %d, activity %d ms ago); stop it first or use its API",
-			archive.ErrArchiveActive, dir, m.PID, now-m.ActivityTimestamp)
-	}
-	return nil
-}
-
 // openArchive opens the existing archive in dir for a change, as a restart
 // of the archive would; a missing catalog is an error, not a new archive.
 func openArchive(f *archiveFlags) (*archive.Archive, error) {
