@@ -117,6 +117,10 @@ type Options struct {
 	// (default DefaultMarkFileTimeout). A running node refreshes its
 	// activity timestamp about once a second (MarkFileUpdateInterval).
 	MarkFileTimeout time.Duration
+	// IgnoreLiveMarkFile skips Open's live-node refusal (never the refusal
+	// of another program's directory): for an operator who knows that the
+	// running process a fresh mark file names is no node (a reused pid).
+	IgnoreLiveMarkFile bool
 }
 
 // DefaultSnapshotNice is Options.SnapshotNice's default.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/matchlog/matchlog/archive"
 	"github.com/matchlog/matchlog/cluster/recordinglog"
+	"github.com/matchlog/matchlog/internal/liveness"
 	"github.com/matchlog/matchlog/internal/logbuf"
 	"github.com/matchlog/matchlog/internal/vfs"
 )
@@ -45,10 +46,11 @@ func (n *Node) open() error {
 	n.timestamp()
 	// Nothing is created or written before the directory is known to be a
 	// stopped matchlog node's (or new).
-	if err := checkMarkFile(fsys, n.cdir, n.opts.EpochClock(), n.opts.MarkFileTimeout); err != nil {
+	if err := checkMarkFile(fsys, n.cdir, n.opts.EpochClock(), n.opts.MarkFileTimeout); err != nil &&
+		!(n.opts.IgnoreLiveMarkFile && liveness.IsLive(err)) {
 		return err
 	}
-	if err := checkArchiveMark(fsys, n.adir, n.opts.EpochClock(), n.opts.MarkFileTimeout); err != nil {
+	if err := checkArchiveMark(fsys, n.adir, n.opts.EpochClock(), n.opts.MarkFileTimeout); err != nil && !n.opts.IgnoreLiveMarkFile {
 		return err
 	}
 	// New directories are durable once their parents are synced.

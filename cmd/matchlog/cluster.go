@@ -35,6 +35,8 @@ D/archive/archive.catalog):
                               first, logPosition, leadershipTermId, stateHash, entries)
   invalidate-latest-snapshot  mark every entry of the latest snapshot set invalid, so that
                               recovery falls back to the previous set; exit 1 if there is none
+  revalidate-snapshot         undo the last invalidate-latest-snapshot: restore the entries of
+                              the set it invalidated; exit 1 if there is none
   describe                    print the recording log and the archive recordings it references;
                               for a matchlog node also its mark file, log recording, and the
                               latest snapshot set (engine state hash, consensus-module sessions
@@ -69,6 +71,7 @@ var clusterCommands = map[string]func(f *clusterFlags, stdout io.Writer) error{
 	"recovery-plan":              clusterRecoveryPlan,
 	"snapshot":                   clusterSnapshot,
 	"invalidate-latest-snapshot": clusterInvalidateLatestSnapshot,
+	"revalidate-snapshot":        clusterRevalidateSnapshot,
 	"describe":                   clusterDescribe,
 }
 
@@ -189,6 +192,9 @@ func clusterRecoveryPlan(f *clusterFlags, stdout io.Writer) error {
 
 func clusterInvalidateLatestSnapshot(f *clusterFlags, stdout io.Writer) error {
 	d, jsonOut := f.dir, f.jsonOut
+	if err := refuseLiveNode(d, "invalidate-latest-snapshot"); err != nil {
+		return err
+	}
 	l, err := openRecordingLog(d, false)
 	if err != nil {
 		return err
@@ -751,7 +757,7 @@ func clusterSnapshot(f *clusterFlags, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	opts := cluster.Options{Dir: d, FileSyncLevel: 1, AppVersion: appVersion, SnapshotMode: cluster.Pauseless}
+	opts := cluster.Options{Dir: d, FileSyncLevel: 1, AppVersion: appVersion, SnapshotMode: cluster.Pauseless, IgnoreLiveMarkFile: f.force}
 	if f.mode == "stw" {
 		opts.SnapshotMode = cluster.StopTheWorld
 	}
@@ -771,15 +777,7 @@ func clusterSnapshot(f *clusterFlags, stdout io.Writer) error {
 	}
 	svc := enginesvc.New(enginesvc.Options{Workers: f.workers, AppVersion: appVersion})
 	opts.Service = svc
-	n, err := cluster.Open(opts)
-	if err != nil {
-		return err
-	}
-	res, err := takeSnapshot(n)
-	hash := svc.Engine().StateHash()
-	if cerr := n.Close(); err == nil {
-		err = cerr
-	}
+	res, hash, err := runOfflineSnapshot(d, opts, svc)
 	if err != nil {
 		return err
 	}

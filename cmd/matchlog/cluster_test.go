@@ -485,24 +485,38 @@ func TestClusterSnapshotRefusals(t *testing.T) {
 	}
 	tn.close()
 
-	// A mark file not stamped as stopped, old, whose pid is a running
-	// process (pid 1 always is): live, unless --force.
+	// A fresh mark file whose pid is another running process (pid 1
+	// always is): live, unless --force.
 	mark := filepath.Join(dir, "cluster", cluster.MarkFileName)
-	b, err := os.ReadFile(mark)
-	if err != nil {
-		t.Fatal(err)
+	setMark := func(activity int64, pid int) {
+		t.Helper()
+		b, err := os.ReadFile(mark)
+		if err != nil {
+			t.Fatal(err)
+		}
+		binary.LittleEndian.PutUint64(b[16:], uint64(activity))
+		binary.LittleEndian.PutUint64(b[32:], uint64(pid))
+		if err := os.WriteFile(mark, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
-	binary.LittleEndian.PutUint64(b[16:], 1000) // activity, 1970
-	binary.LittleEndian.PutUint64(b[32:], 1)    // pid
-	if err := os.WriteFile(mark, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	setMark(time.Now().UnixMilli(), 1)
 	code, _, errb = runCLI(t, "cluster", "snapshot", "--dir", dir)
 	if code != 1 || !strings.Contains(errb, "its process 1 is running") {
 		t.Errorf("running pid: exit %d, stderr %q", code, errb)
 	}
 	if s := runSnapshotJSON(t, "--dir", dir, "--force"); len(s.RecordingIDs) != 2 {
 		t.Errorf("--force: %+v", s)
+	}
+	// An old activity timestamp of a running pid is no live node (Aeron's
+	// timeout), and neither is a fresh one of a process that is gone.
+	setMark(1000, 1)
+	if s := runSnapshotJSON(t, "--dir", dir); len(s.RecordingIDs) != 2 {
+		t.Errorf("old timestamp: %+v", s)
+	}
+	setMark(time.Now().UnixMilli(), deadPID(t))
+	if s := runSnapshotJSON(t, "--dir", dir); len(s.RecordingIDs) != 2 {
+		t.Errorf("fresh timestamp of a dead pid: %+v", s)
 	}
 
 	// Not a node directory: nothing is created.

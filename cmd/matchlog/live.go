@@ -3,10 +3,13 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/matchlog/matchlog/archive"
 	"github.com/matchlog/matchlog/cluster"
+	"github.com/matchlog/matchlog/cluster/enginesvc"
+	"github.com/matchlog/matchlog/cluster/recordinglog"
 	"github.com/matchlog/matchlog/internal/liveness"
 	"github.com/matchlog/matchlog/internal/vfs"
 )
@@ -61,4 +64,72 @@ func refuseLive(dir string) error {
 		return fmt.Errorf("%w; use the running archive's API instead", err)
 	}
 	return nil
+}
+
+// clusterRevalidateSnapshot undoes the last invalidate-latest-snapshot
+// (recordinglog.Log.RevalidateLatestInvalidatedSnapshot): the entries of
+// the set it invalidated get their original type back.
+func clusterRevalidateSnapshot(f *clusterFlags, stdout io.Writer) error {
+	d := f.dir
+	if err := refuseLiveNode(d, "revalidate-snapshot"); err != nil {
+		return err
+	}
+	l, err := openRecordingLog(d, false)
+	if err != nil {
+		return err
+	}
+	done, err := l.RevalidateLatestInvalidatedSnapshot()
+	if cerr := l.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if f.jsonOut {
+		err = writeJSON(stdout, struct {
+			Revalidated []recordinglog.JSONEntry `json:"revalidated"`
+			Entries     []recordinglog.JSONEntry `json:"entries"`
+		}{recordinglog.ToJSON(done).Entries, recordinglog.ToJSON(l.Entries()).Entries})
+	} else {
+		_, err = fmt.Fprintf(stdout, "revalidate snapshot: %d entries restored %s\n%s\n", len(done), recordinglog.Format(done), recordinglog.Format(l.Entries()))
+	}
+	if err != nil {
+		return err
+	}
+	if len(done) == 0 {
+		return errors.New("no invalidated snapshot set above the latest valid one to revalidate")
+	}
+	return nil
+}
+
+// runOfflineSnapshot opens the stopped node in d, takes one snapshot and
+// closes it, as one step that either completes or leaves d as it was
+// (cluster.RunStopped): the new snapshot must also load strictly and give
+// the node's state hash before it is kept. It returns the result and the
+// node's state hash.
+func runOfflineSnapshot(d string, opts cluster.Options, svc *enginesvc.Service) (*snapshotResult, uint64, error) {
+	var res *snapshotResult
+	var hash uint64
+	err := cluster.RunStopped(opts, func(n *cluster.Node) error {
+		var err error
+		res, err = takeSnapshot(n)
+		hash = svc.Engine().StateHash()
+		return err
+	}, func() error {
+		es, err := readEngineSnapshot(d, -1, true)
+		if err != nil {
+			return fmt.Errorf("the new snapshot does not load: %w", err)
+		}
+		if want := fmt.Sprintf("%016x", hash); es.StateHash != want {
+			return fmt.Errorf("the new snapshot's state hash %s differs from the node's %s", es.StateHash, want)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, cluster.ErrNotRestored) {
+		err = fmt.Errorf("%w (the directory is as it was before the command)", err)
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	return res, hash, nil
 }
