@@ -409,6 +409,9 @@ func archivePurge(f *archiveFlags, stdout io.Writer) error {
 }
 
 func archiveRemove(f *archiveFlags, stdout io.Writer, detach, del bool) (err error) {
+	if err := checkRemoval(f, detach, del); err != nil {
+		return err
+	}
 	a, err := openArchive(f)
 	if err != nil {
 		return err

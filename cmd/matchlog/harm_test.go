@@ -13,6 +13,7 @@ import (
 
 	"github.com/matchlog/matchlog/archive"
 	"github.com/matchlog/matchlog/cluster"
+	"github.com/matchlog/matchlog/internal/fixtures"
 	"github.com/matchlog/matchlog/internal/vfs"
 )
 
@@ -135,4 +136,31 @@ func TestKilledNodeIsNotLive(t *testing.T) {
 	// matchlog node opens it at once.
 	tn := openTestNode(t, dir, nil)
 	tn.close()
+}
+
+// A refused detach, delete or purge leaves the archive as it found it: the
+// mark file is not rewritten and files waiting to be unlinked stay, even
+// with --now (which unlinks them first only when the command can go on).
+func TestRefusedRemovalLeavesArchive(t *testing.T) {
+	d := filepath.Join(fixtures.CopyAeronSingleNode(t, "archive"), "archive")
+	mustCLI(t, "archive", "detach", "--dir", d, "--id", "0", "--position", "131072")
+	mustCLI(t, "archive", "delete", "--dir", d, "--id", "0") // 60 s delay: 0-0.rec.deleted waits
+	if !fileExists(d, "0-0.rec.deleted") {
+		t.Fatal("no pending file to keep")
+	}
+	before := treeHashes(t, d)
+	for _, c := range []struct {
+		want string
+		args []string
+	}{
+		{"not after the start segment", []string{"archive", "purge", "--dir", d, "--id", "0", "--position", "131072", "--now"}},
+		{"not after the start segment", []string{"archive", "purge", "--dir", d, "--id", "0", "--position", "131072", "--delay", "0"}},
+		{"not a segment boundary", []string{"archive", "detach", "--dir", d, "--id", "0", "--position", "5"}},
+		{"past the stop segment", []string{"archive", "detach", "--dir", d, "--id", "0", "--position", "393216"}},
+		{"files waiting", []string{"archive", "delete", "--dir", d, "--id", "0"}},
+		{"recording not found", []string{"archive", "purge", "--dir", d, "--id", "9", "--position", "131072"}},
+	} {
+		failCLI(t, c.want, c.args...)
+		sameTree(t, strings.Join(c.args, " "), before, treeHashes(t, d))
+	}
 }

@@ -133,3 +133,15 @@ func runOfflineSnapshot(d string, opts cluster.Options, svc *enginesvc.Service) 
 	}
 	return res, hash, nil
 }
+
+// checkRemoval refuses, before the archive is opened (which rewrites its
+// mark file and schedules pending deletes), a detach, delete or purge that
+// would be refused: a live archive, an unknown recording, an invalid
+// detach, files of the recording still waiting to be unlinked.
+func checkRemoval(f *archiveFlags, detach, del bool) error {
+	if err := refuseLive(f.dir); err != nil {
+		return err
+	}
+	unlinkNow := del && (f.now || f.delay == 0)
+	return archive.CheckRemoval(vfs.Default, f.dir, f.id, f.position, detach, del, unlinkNow)
+}
