@@ -250,7 +250,7 @@ func (a *Archive) createMark() error {
 	case err == nil:
 		m, rerr := ReadMarkFile(f)
 		if rerr == nil {
-			if err := m.checkLive(name, now, a.opts.MarkTimeout); err != nil {
+			if err := m.CheckLive(name, now, a.opts.MarkTimeout); err != nil {
 				f.Close()
 				return err
 			}

@@ -71,12 +71,12 @@ type MarkFile struct {
 // runs. A cleanly stopped archive (activity -1) is not live; neither is
 // one whose process was killed, however fresh its timestamp.
 func (m *MarkFile) IsLive(nowMs, timeoutMs int64) bool {
-	return m.checkLive("", nowMs, time.Duration(timeoutMs)*time.Millisecond) != nil
+	return m.CheckLive("", nowMs, time.Duration(timeoutMs)*time.Millisecond) != nil
 }
 
-// checkLive is IsLive as an error wrapping ErrArchiveActive that names
+// CheckLive is IsLive as an error wrapping ErrArchiveActive that names
 // file, the pid and the timestamp's age, or nil.
-func (m *MarkFile) checkLive(file string, nowMs int64, timeout time.Duration) error {
+func (m *MarkFile) CheckLive(file string, nowMs int64, timeout time.Duration) error {
 	return liveness.Check(liveness.Mark{File: file, Ready: m.Version != 0, ActivityMs: m.ActivityTimestamp, PID: m.PID},
 		nowMs, timeout, ErrArchiveActive)
 }
@@ -90,7 +90,7 @@ func CheckLive(fsys vfs.FS, dir string, nowMs int64, timeout time.Duration) erro
 	if err != nil {
 		return nil
 	}
-	return m.checkLive(fsys.Join(dir, MarkFileName), nowMs, timeout)
+	return m.CheckLive(fsys.Join(dir, MarkFileName), nowMs, timeout)
 }
 
 // MarkFileLength is the file length Aeron gives a mark file:

@@ -155,7 +155,16 @@ func DecodeMarkFile(b []byte) (*MarkFile, error) {
 // ReadMarkFile reads and decodes cluster-mark.dat in the cluster directory
 // cdir (a node directory's ClusterDirName). It only reads.
 func ReadMarkFile(fsys vfs.FS, cdir string) (*MarkFile, error) {
-	path := fsys.Join(cdir, MarkFileName)
+	return readMarkFile(fsys, fsys.Join(cdir, MarkFileName))
+}
+
+// markDecodeError is a mark file that was read but does not decode.
+type markDecodeError struct{ err error }
+
+func (e *markDecodeError) Error() string { return e.err.Error() }
+func (e *markDecodeError) Unwrap() error { return e.err }
+
+func readMarkFile(fsys vfs.FS, path string) (*MarkFile, error) {
 	f, err := fsys.Open(path)
 	if err != nil {
 		return nil, err
@@ -174,7 +183,7 @@ func ReadMarkFile(fsys vfs.FS, cdir string) (*MarkFile, error) {
 	}
 	m, err := DecodeMarkFile(b)
 	if err != nil {
-		return m, fmt.Errorf("%s: %w", path, err)
+		return m, &markDecodeError{fmt.Errorf("%s: %w", path, err)}
 	}
 	return m, nil
 }
@@ -213,7 +222,11 @@ func CheckLive(fsys vfs.FS, dir string, nowMs int64, timeout time.Duration) erro
 // without its last write), is no node.
 func checkMarkFile(fsys vfs.FS, cdir string, nowMs int64, timeout time.Duration) error {
 	path := fsys.Join(cdir, MarkFileName)
-	m, err := ReadMarkFile(fsys, cdir)
+	m, err := readMarkFile(fsys, path)
+	var derr *markDecodeError
+	if err != nil && !errors.Is(err, vfs.ErrNotExist) && !errors.As(err, &derr) {
+		return fmt.Errorf("cluster: mark file: %w", err)
+	}
 	switch {
 	case errors.Is(err, vfs.ErrNotExist):
 		// A node writes its mark file before recording.log: a recording
@@ -251,11 +264,26 @@ func checkMarkFile(fsys vfs.FS, cdir string, nowMs int64, timeout time.Duration)
 // an archive of this process (a node of this process that crashed in a
 // test) is left to that rule's timestamp.
 func checkArchiveMark(fsys vfs.FS, adir string, nowMs int64, timeout time.Duration) error {
-	m, err := archive.ReadMarkFileIn(fsys, adir)
-	if err != nil || m.PID == int64(os.Getpid()) {
+	path := fsys.Join(adir, archive.MarkFileName)
+	f, err := fsys.Open(path)
+	if errors.Is(err, vfs.ErrNotExist) {
 		return nil
 	}
-	return archive.CheckLive(fsys, adir, nowMs, timeout)
+	if err != nil {
+		return fmt.Errorf("cluster: archive mark file: %w", err)
+	}
+	defer f.Close()
+	m, err := archive.ReadMarkFile(f)
+	if errors.Is(err, archive.ErrCorrupt) {
+		return nil // torn: the archive recreates it
+	}
+	if err != nil {
+		return fmt.Errorf("cluster: archive mark file: %w", err)
+	}
+	if m.PID == int64(os.Getpid()) {
+		return nil
+	}
+	return m.CheckLive(path, nowMs, timeout)
 }
 
 // markTornAtCreation reports whether the file at path is shorter than a

@@ -87,8 +87,12 @@ func (n *Node) open() error {
 	}
 	n.recovery = Recovery{Plan: plan, Archive: n.arc.a.Recovered(), CatalogRepaired: n.arc.catalogRepaired,
 		RecordingLog: n.rlog.Repaired()}
-	if err := plan.Err(); err != nil {
-		return fmt.Errorf("cluster: cannot start from the latest snapshot set: %w (`matchlog cluster invalidate-latest-snapshot --dir %s`, recordinglog.Log.InvalidateLatestSnapshot)", err, n.opts.Dir)
+	issues, err := CheckPlan(fsys, n.opts.Dir, n.arc.a.Catalog(), n.rlog, plan)
+	if err != nil {
+		return err
+	}
+	if len(issues) > 0 {
+		return fmt.Errorf("cluster: cannot start: %w", PlanError(issues))
 	}
 	if err := n.recover(plan); err != nil {
 		return err
@@ -96,10 +100,12 @@ func (n *Node) open() error {
 	return n.startTerm(plan)
 }
 
-// snapshotFallback wraps a snapshot load failure with the way out.
+// snapshotFallback wraps a snapshot load failure with the way out that
+// applies: a fall-back to an earlier set only when one can be used.
 func (n *Node) snapshotFallback(s recordinglog.Snapshot, err error) error {
-	return fmt.Errorf("cluster: snapshot recording %d (service %d, log position %d, term %d) cannot be loaded: %w; to fall back to the previous snapshot set run `matchlog cluster invalidate-latest-snapshot --dir %s` (recordinglog.Log.InvalidateLatestSnapshot)",
-		s.RecordingID, s.ServiceID, s.LogPosition, s.LeadershipTermID, err, n.opts.Dir)
+	c := planChecker{fsys: n.fs, dir: n.opts.Dir, adir: n.adir, cat: n.arc.a.Catalog(), rl: n.rlog}
+	return fmt.Errorf("cluster: snapshot recording %d (service %d, log position %d, term %d) cannot be loaded: %w; fix: %s",
+		s.RecordingID, s.ServiceID, s.LogPosition, s.LeadershipTermID, err, c.fallbackFix(n.recovery.Plan))
 }
 
 // recover loads the snapshot set and replays the log.

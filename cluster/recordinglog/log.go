@@ -481,18 +481,33 @@ func (l *Log) InvalidateLatestSnapshot() (bool, error) {
 	if err := l.writable(); err != nil {
 		return false, err
 	}
+	set, err := latestSet(l.entries, l.termIndex)
+	if err != nil {
+		return false, err
+	}
+	for _, i := range set {
+		if err := l.invalidate(i); err != nil {
+			return false, err
+		}
+	}
+	return len(set) > 0, nil
+}
+
+// latestSet returns the indices into entries (sorted) of the entries
+// InvalidateLatestSnapshot invalidates, in the order it invalidates them.
+func latestSet(entries []Entry, termIndex func(int64) int) ([]int, error) {
 	var starts []int
 	high := int64(NullValue)
-	for i := len(l.entries) - 1; i >= 0; i-- {
-		e := &l.entries[i]
+	for i := len(entries) - 1; i >= 0; i-- {
+		e := &entries[i]
 		if !isValidAnySnapshot(e) || e.ServiceID != ConsensusModuleServiceID {
 			continue
 		}
 		if e.LogPosition < high {
 			break // an earlier snapshot: stop searching
 		}
-		if l.termIndex(e.LeadershipTermID) < 0 {
-			return false, fmt.Errorf("recordinglog: no matching term for snapshot: leadershipTermId=%d (%v)", e.LeadershipTermID, *e)
+		if termIndex(e.LeadershipTermID) < 0 {
+			return nil, fmt.Errorf("recordinglog: no matching term for snapshot: leadershipTermId=%d (%v)", e.LeadershipTermID, *e)
 		}
 		if e.LogPosition > high {
 			starts = starts[:0]
@@ -500,20 +515,58 @@ func (l *Log) InvalidateLatestSnapshot() (bool, error) {
 		}
 		starts = append(starts, i)
 	}
+	var set []int
 	for k := len(starts) - 1; k >= 0; k-- {
 		serviceID := int32(ConsensusModuleServiceID)
 		for i := starts[k]; i >= 0; i-- {
-			e := &l.entries[i]
+			e := &entries[i]
 			if !isValidAnySnapshot(e) || e.ServiceID != serviceID {
 				break
 			}
-			if err := l.invalidate(i); err != nil {
-				return false, err
-			}
+			set = append(set, i)
 			serviceID++
 		}
 	}
-	return len(starts) > 0, nil
+	return set, nil
+}
+
+// PlanAfterInvalidation returns the recovery plan InvalidateLatestSnapshot
+// would leave (the latest set invalid, nothing written), or nil when there
+// is no valid consensus-module snapshot to invalidate.
+func (l *Log) PlanAfterInvalidation(recs Recordings, serviceCount int) (*RecoveryPlan, error) {
+	set, err := latestSet(l.entries, l.termIndex)
+	if err != nil || len(set) == 0 {
+		return nil, err
+	}
+	entries := slices.Clone(l.entries)
+	for _, i := range set {
+		entries[i].Valid = false
+	}
+	return PlanRecovery(entries, recs, serviceCount)
+}
+
+// SetServiceCount is the number of services whose snapshots the latest
+// consensus-module snapshot set holds: the consecutive SNAPSHOT entries
+// (valid or not) of service 0, 1, ... just before the consensus module's,
+// at its term and log position. It is -1 when there is no valid consensus-module
+// snapshot.
+func (l *Log) SetServiceCount() int {
+	for i := len(l.entries) - 1; i >= 0; i-- {
+		cm := &l.entries[i]
+		if !isValidSnapshot(cm) || cm.ServiceID != ConsensusModuleServiceID {
+			continue
+		}
+		n := 0
+		for j := i - 1; j >= 0; j-- {
+			e := &l.entries[j]
+			if e.Type != TypeSnapshot || e.ServiceID != int32(n) || e.LogPosition != cm.LogPosition || e.LeadershipTermID != cm.LeadershipTermID {
+				break
+			}
+			n++
+		}
+		return n
+	}
+	return -1
 }
 
 // RevalidateEntry undoes InvalidateEntry: it rewrites only the type field

@@ -83,9 +83,10 @@ type RecoveryPlan struct {
 
 	ServiceCount int `json:"serviceCount"`
 	// Problems lists why the latest snapshot set is incomplete or
-	// unusable. A node must refuse to start while it is not empty; the
-	// fix is invalidate-latest-snapshot (fall back to the previous set) or
-	// restoring the missing snapshots.
+	// unusable. A node must refuse to start while it is not empty. Which
+	// fix applies depends on the problem (a wrong service count, a
+	// damaged set with an earlier complete one to fall back to, ...):
+	// package cluster's CheckPlan computes it.
 	Problems []Problem `json:"problems"`
 }
 
@@ -106,8 +107,7 @@ func (p *RecoveryPlan) Err() error {
 		b.WriteString(pr.String())
 	}
 	s := p.Snapshots[0]
-	return fmt.Errorf("%w (consensus-module snapshot recording %d, term %d, logPosition %d): %s; "+
-		"run invalidate-latest-snapshot to fall back to the previous snapshot set",
+	return fmt.Errorf("%w (consensus-module snapshot recording %d, term %d, logPosition %d): %s",
 		ErrIncompleteSnapshot, s.RecordingID, s.LeadershipTermID, s.LogPosition, b.String())
 }
 
