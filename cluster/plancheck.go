@@ -113,23 +113,23 @@ func (c *planChecker) check(plan *recordinglog.RecoveryPlan) []PlanIssue {
 	if len(plan.Problems) > 0 {
 		cm := plan.Snapshots[0]
 		have := c.rl.SetServiceCount()
+		var b strings.Builder
+		for i, p := range plan.Problems {
+			if i > 0 {
+				b.WriteString("; ")
+			}
+			b.WriteString(p.String())
+		}
 		switch {
 		case have >= 0 && have != plan.ServiceCount:
 			issues = append(issues, PlanIssue{Kind: IssueWrongServiceCount, RecordingID: cm.RecordingID, Position: cm.LogPosition,
-				Problem: fmt.Sprintf("the latest snapshot set (log position %d) holds the snapshots of %d service(s), the plan was made for %d", cm.LogPosition, have, plan.ServiceCount),
+				Problem: fmt.Sprintf("the latest snapshot set (log position %d) holds the snapshots of %d service(s), the plan was made for %d (%s)", cm.LogPosition, have, plan.ServiceCount, b.String()),
 				Fix:     fmt.Sprintf("plan for the node's %d service(s) (--services %d); the set itself is whole", have, have)})
 		case detachedLog(plan):
 			issues = append(issues, PlanIssue{Kind: IssueDetachedLog, RecordingID: plan.Log.RecordingID, Position: cm.LogPosition,
 				Problem: fmt.Sprintf("log recording %d holds [%d, %d): the log from the snapshot at %d was detached or purged", plan.Log.RecordingID, plan.Log.RecordingStartPosition, plan.Log.StopPosition, cm.LogPosition),
 				Fix:     "restore the detached segment files of the log recording (and its start position in the catalog) from a backup; no earlier snapshot set helps, its replay needs the same log"})
 		default:
-			var b strings.Builder
-			for i, p := range plan.Problems {
-				if i > 0 {
-					b.WriteString("; ")
-				}
-				b.WriteString(p.String())
-			}
 			issues = append(issues, PlanIssue{Kind: IssueIncompleteSet, RecordingID: cm.RecordingID, Position: cm.LogPosition,
 				Problem: fmt.Sprintf("the latest snapshot set (log position %d) is incomplete: %s", cm.LogPosition, b.String())})
 		}
@@ -167,23 +167,13 @@ func (c *planChecker) recording(id, from, to int64, what string, snapshot bool) 
 		}
 		return f
 	}
-	var found *archive.CatalogEntry
-	entries := c.cat.Entries()
-	for i := range entries {
-		if e := &entries[i]; e.Descriptor.RecordingID == id && (found == nil || e.State == archive.StateValid) {
-			found = e
+	if issues := c.recordingState(id, what); len(issues) > 0 {
+		if snapshot {
+			issues[0].Fix = ""
 		}
+		return issues
 	}
-	if found == nil {
-		return []PlanIssue{{Kind: IssueUnknownRecording, RecordingID: id, Position: -1,
-			Problem: fmt.Sprintf("recording %d (%s) is not in the archive catalog", id, what),
-			Fix:     fix("restore the archive catalog (archive.catalog) from a backup; the log is needed by every snapshot set")}}
-	}
-	if found.State != archive.StateValid {
-		return []PlanIssue{{Kind: IssueInvalidRecording, RecordingID: id, Position: -1,
-			Problem: fmt.Sprintf("recording %d (%s) is %s in the archive catalog", id, what, found.State),
-			Fix:     fix(fmt.Sprintf("find why it was marked (`matchlog archive verify --dir %s --id %d`) and restore its files and catalog entry from a backup; the log is needed by every snapshot set", c.adir, id))}}
-	}
+	found := c.entry(id)
 	d := found.Descriptor
 	if from < d.StartPosition {
 		from = d.StartPosition
@@ -223,6 +213,35 @@ func (c *planChecker) recording(id, from, to int64, what string, snapshot bool) 
 		}
 		return []PlanIssue{{Kind: IssueMissingSegment, RecordingID: id, Position: base, Problem: problem,
 			Fix: fix(fmt.Sprintf("restore %s from a backup; no earlier snapshot set helps, its replay reads this segment too", name))}}
+	}
+	return nil
+}
+
+// entry returns the catalog entry of id: the VALID one, else the last.
+func (c *planChecker) entry(id int64) *archive.CatalogEntry {
+	var found *archive.CatalogEntry
+	entries := c.cat.Entries()
+	for i := range entries {
+		if e := &entries[i]; e.Descriptor.RecordingID == id && (found == nil || e.State == archive.StateValid || found.State != archive.StateValid) {
+			found = e
+		}
+	}
+	return found
+}
+
+// recordingState checks that recording id is in the catalog and VALID.
+func (c *planChecker) recordingState(id int64, what string) []PlanIssue {
+	found := c.entry(id)
+	if found == nil {
+		return []PlanIssue{{Kind: IssueUnknownRecording, RecordingID: id, Position: -1,
+			Problem: fmt.Sprintf("recording %d (%s) is not in the archive catalog", id, what),
+			Fix:     "restore the archive catalog (archive.catalog) from a backup; the log is needed by every snapshot set"}}
+	}
+	if found.State != archive.StateValid {
+		return []PlanIssue{{Kind: IssueInvalidRecording, RecordingID: id, Position: -1,
+			Problem: fmt.Sprintf("recording %d (%s) is %s in the archive catalog", id, what, found.State),
+			Fix: fmt.Sprintf("find why it was marked (`matchlog archive verify --dir %s --id %d`), restore its files from a backup if they are damaged, "+
+				"then mark it VALID again; the log is needed by every snapshot set", c.adir, id)}}
 	}
 	return nil
 }
@@ -290,4 +309,22 @@ func (c *planChecker) fallbackFix(plan *recordinglog.RecoveryPlan) string {
 		to = fmt.Sprintf("fall back to the snapshot set at log position %d", fb.Snapshots[0].LogPosition)
 	}
 	return fmt.Sprintf("run `matchlog cluster invalidate-latest-snapshot --dir %s` to %s (`matchlog cluster revalidate-snapshot` undoes it), or %s", c.dir, to, restore)
+}
+
+// ExplainPlanError adds the fix to an error of
+// recordinglog.Log.CreateRecoveryPlan: when the log's recording is not a
+// VALID recording of cat, the error becomes a PlanError saying whether it is
+// missing from the catalog or marked INVALID there, and what to do. Other
+// errors are returned as they are.
+func ExplainPlanError(dir string, cat catalogReader, err error) error {
+	var ue *recordinglog.UnknownRecordingError
+	if !errors.As(err, &ue) {
+		return err
+	}
+	c := planChecker{fsys: nil, dir: dir, adir: dir + "/" + ArchiveDirName, cat: cat}
+	issues := c.recordingState(ue.Entry.RecordingID, fmt.Sprintf("log of term %d", ue.Entry.LeadershipTermID))
+	if len(issues) == 0 {
+		return err
+	}
+	return fmt.Errorf("%w (%v)", PlanError(issues), err)
 }

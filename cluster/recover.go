@@ -53,6 +53,9 @@ func (n *Node) open() error {
 	if err := checkArchiveMark(fsys, n.adir, n.opts.EpochClock(), n.opts.MarkFileTimeout); err != nil && !n.opts.IgnoreLiveMarkFile {
 		return err
 	}
+	if err := n.preflight(); err != nil {
+		return err
+	}
 	// New directories are durable once their parents are synced.
 	for _, d := range []string{n.cdir, n.adir} {
 		if err := fsys.MkdirAll(d); err != nil {
@@ -83,7 +86,7 @@ func (n *Node) open() error {
 	}
 	plan, err := n.rlog.CreateRecoveryPlan(n.arc, 1)
 	if err != nil {
-		return fmt.Errorf("cluster: recovery plan: %w", err)
+		return fmt.Errorf("cluster: recovery plan: %w", ExplainPlanError(n.opts.Dir, n.arc.a.Catalog(), err))
 	}
 	n.recovery = Recovery{Plan: plan, Archive: n.arc.a.Recovered(), CatalogRepaired: n.arc.catalogRepaired,
 		RecordingLog: n.rlog.Repaired()}
@@ -98,6 +101,57 @@ func (n *Node) open() error {
 		return err
 	}
 	return n.startTerm(plan)
+}
+
+// preflight checks the recovery plan of an existing node directory on the
+// files as they are, read-only, before Open writes anything: a plan that
+// cannot be carried out (a segment missing, a recording INVALID, a replay
+// position off the frame grid, ...) is refused with its fix while the
+// directory is still as the operator left it. A catalog or recording log
+// that needs a crash repair is left to the start's own checks, which
+// follow the repair.
+func (n *Node) preflight() error {
+	fsys := n.fs
+	if _, err := fsys.Stat(fsys.Join(n.cdir, recordinglog.FileName)); err != nil {
+		if errors.Is(err, vfs.ErrNotExist) {
+			return nil
+		}
+		return fmt.Errorf("cluster: %w", err)
+	}
+	if _, err := fsys.Stat(fsys.Join(n.adir, archive.CatalogFileName)); err != nil {
+		if errors.Is(err, vfs.ErrNotExist) {
+			return nil
+		}
+		return fmt.Errorf("cluster: %w", err)
+	}
+	cat, err := archive.OpenCatalogFile(fsys, n.adir, archive.CatalogOptions{ReadOnly: true})
+	if errors.Is(err, archive.ErrCorrupt) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	defer cat.Close()
+	rl, err := recordinglog.Open(fsys, n.cdir, recordinglog.Options{ReadOnly: true, Repair: true})
+	if errors.Is(err, recordinglog.ErrCorrupt) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("cluster: %s: %w", fsys.Join(n.cdir, recordinglog.FileName), err)
+	}
+	defer rl.Close()
+	plan, err := rl.CreateRecoveryPlan(cat, 1)
+	if err != nil {
+		return nil // an unknown log recording: the start explains it after the archive's recovery
+	}
+	issues, err := CheckPlan(fsys, n.opts.Dir, cat, rl, plan)
+	if err != nil {
+		return err
+	}
+	if len(issues) > 0 {
+		return fmt.Errorf("cluster: cannot start: %w", PlanError(issues))
+	}
+	return nil
 }
 
 // snapshotFallback wraps a snapshot load failure with the way out that

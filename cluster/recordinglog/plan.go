@@ -90,6 +90,20 @@ type RecoveryPlan struct {
 	Problems []Problem `json:"problems"`
 }
 
+// UnknownRecordingError is PlanRecovery's error when the log's recording
+// (the last TERM's) is not a VALID recording of the archive (Aeron's
+// "unknown recording id").
+type UnknownRecordingError struct {
+	Entry Entry // the TERM entry
+	Err   error // the archive's answer
+}
+
+func (e *UnknownRecordingError) Error() string {
+	return fmt.Sprintf("recordinglog: unknown recording id: %d (%v): %v", e.Entry.RecordingID, e.Entry, e.Err)
+}
+
+func (e *UnknownRecordingError) Unwrap() error { return e.Err }
+
 // ErrIncompleteSnapshot is what RecoveryPlan.Err wraps.
 var ErrIncompleteSnapshot = errors.New("recordinglog: latest snapshot set is incomplete")
 
@@ -200,7 +214,7 @@ func PlanRecovery(entries []Entry, recs Recordings, serviceCount int) (*Recovery
 		e := &entries[logIndex]
 		d, err := recs.Descriptor(e.RecordingID)
 		if err != nil {
-			return nil, fmt.Errorf("recordinglog: unknown recording id: %d (%v): %w", e.RecordingID, *e, err)
+			return nil, &UnknownRecordingError{Entry: *e, Err: err}
 		}
 		start := d.StartPosition
 		if snapshotIndex >= 0 {

@@ -169,12 +169,12 @@ func clusterRecoveryPlan(f *clusterFlags, stdout io.Writer) error {
 	defer l.Close()
 	cat, err := archive.OpenCatalogFile(vfs.Default, archiveDir(d), archive.CatalogOptions{ReadOnly: true})
 	if err != nil {
-		return err
+		return catalogRemedy(d, err)
 	}
 	defer cat.Close()
 	p, err := l.CreateRecoveryPlan(cat, services)
 	if err != nil {
-		return err
+		return cluster.ExplainPlanError(d, cat, err)
 	}
 	if jsonOut {
 		err = writeJSON(stdout, struct {
@@ -187,7 +187,7 @@ func clusterRecoveryPlan(f *clusterFlags, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return p.Err()
+	return planFeasible(d, cat, l, p)
 }
 
 func clusterInvalidateLatestSnapshot(f *clusterFlags, stdout io.Writer) error {
@@ -250,7 +250,7 @@ func clusterDescribe(f *clusterFlags, stdout io.Writer) error {
 	defer l.Close()
 	desc, err := archive.Describe(vfs.Default, archiveDir(d))
 	if err != nil {
-		return err
+		return catalogRemedy(d, err)
 	}
 	entries := l.Entries()
 	var recs []*describedRecording
@@ -302,7 +302,7 @@ func clusterDescribe(f *clusterFlags, stdout io.Writer) error {
 	if len(missing) > 0 {
 		return fmt.Errorf("recording(s) %s referenced by the recording log are not in the archive catalog", strings.Join(missing, ", "))
 	}
-	return nil
+	return describePlanFeasible(d, l)
 }
 
 // describeRecording fills r from the catalog entry of its id: the VALID one,

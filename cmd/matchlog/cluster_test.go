@@ -82,7 +82,8 @@ func TestClusterRecoveryPlan(t *testing.T) {
 	// Two services: the set is incomplete, the plan says which entry is in
 	// service 1's place and the exit status is 1.
 	code, out, errb = runCLI(t, "cluster", "recovery-plan", "--dir", d, "--services", "2")
-	if code != 1 || !strings.Contains(errb, "service 1: entry #0 at offset 0") || !strings.Contains(errb, "invalidate-latest-snapshot") ||
+	if code != 1 || !strings.Contains(errb, "service 1: entry #0 at offset 0") || strings.Contains(errb, "invalidate-latest-snapshot") ||
+		!strings.Contains(errb, "holds the snapshots of 1 service(s), the plan was made for 2") || !strings.Contains(errb, "(--services 1)") ||
 		!strings.HasPrefix(out, "lastLeadershipTermId=0") {
 		t.Errorf("2 services: exit %d, stderr %q, stdout %q", code, errb, out)
 	}

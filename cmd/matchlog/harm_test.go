@@ -13,6 +13,8 @@ import (
 
 	"github.com/matchlog/matchlog/archive"
 	"github.com/matchlog/matchlog/cluster"
+	"github.com/matchlog/matchlog/cluster/enginesvc"
+	"github.com/matchlog/matchlog/engine/enginetest"
 	"github.com/matchlog/matchlog/internal/fixtures"
 	"github.com/matchlog/matchlog/internal/vfs"
 )
@@ -162,5 +164,193 @@ func TestRefusedRemovalLeavesArchive(t *testing.T) {
 	} {
 		failCLI(t, c.want, c.args...)
 		sameTree(t, strings.Join(c.args, " "), before, treeHashes(t, d))
+	}
+}
+
+// buildTwoSetDir makes a node directory with two snapshot sets and a log
+// of three segments: 300 commands, a snapshot (log position 45120), 1700
+// more, a snapshot (297568), 100 more, a clean stop. Recording 0 is the
+// log, 1 and 2 the first set (service, consensus module), 3 and 4 the
+// latest.
+func buildTwoSetDir(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "node")
+	gen := enginetest.NewGen(7, enginetest.GenConfig{})
+	tn := openTestNode(t, dir, gen)
+	for _, k := range []int{300, 1700} {
+		tn.submit(k)
+		tn.node.RequestSnapshot()
+		tn.drain()
+		if err := tn.node.AwaitSnapshot(10 * time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tn.submit(100)
+	tn.close()
+	p := runPlanJSON(t, dir)
+	if !p.Complete || len(p.Snapshots) != 2 || p.Snapshots[0].LogPosition != 297568 || p.Snapshots[0].RecordingID != 4 ||
+		p.ReplayTo <= 262144 {
+		t.Fatalf("plan %+v: the damage below assumes another layout", p)
+	}
+	return dir
+}
+
+// copyTree copies the node directory src to a new one.
+func copyTree(t *testing.T, src string) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), "node")
+	for _, sub := range []string{"cluster", "archive"} {
+		if err := os.MkdirAll(filepath.Join(dst, sub), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		names, err := os.ReadDir(filepath.Join(src, sub))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range names {
+			b := mustRead(t, filepath.Join(src, sub, n.Name()))
+			if err := os.WriteFile(filepath.Join(dst, sub, n.Name()), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return dst
+}
+
+// setEntryLogPosition rewrites the logPosition of recording.log entries.
+func setEntryLogPosition(t *testing.T, dir string, pos int64, offsets ...int) {
+	t.Helper()
+	p := filepath.Join(dir, "cluster", "recording.log")
+	b := mustRead(t, p)
+	for _, off := range offsets {
+		binary.LittleEndian.PutUint64(b[off+24:], uint64(pos))
+	}
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func setRecordingState(t *testing.T, dir string, id int64, st archive.RecordingState) {
+	t.Helper()
+	cat, err := archive.OpenCatalogFile(vfs.Default, filepath.Join(dir, "archive"), archive.CatalogOptions{SyncLevel: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cat.ChangeState(id, st); err != nil {
+		t.Fatal(err)
+	}
+	if err := cat.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func removeFile(t *testing.T, dir, rel string) {
+	t.Helper()
+	if err := os.Remove(filepath.Join(dir, rel)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// recovery-plan, describe and a start say what is wrong with a damaged node
+// directory and the fix that applies: invalidate-latest-snapshot only when
+// the latest set is what fails and the plan it leaves can be carried out;
+// recovery-plan and describe exit 1 whenever the plan cannot be carried
+// out (a segment missing, a recording INVALID, a position off the frame
+// grid), 0 when it can; no command here changes a byte.
+func TestPlanRemedies(t *testing.T) {
+	base := buildTwoSetDir(t)
+	const fallBack = "invalidate-latest-snapshot --dir "
+	cases := []struct {
+		name   string
+		damage func(t *testing.T, d string)
+		want   []string // in the error of recovery-plan, describe and Open
+		// invalidate: the fix suggests invalidate-latest-snapshot (and to
+		// which set); ok: the plan can be carried out.
+		invalidate bool
+		ok         bool
+	}{
+		{name: "latest service snapshot segment missing", damage: func(t *testing.T, d string) { removeFile(t, d, "archive/3-0.rec") },
+			want: []string{"segment file 3-0.rec of recording 3 (snapshot of service 0 at log position 297568)", "is missing",
+				"to fall back to the snapshot set at log position 45120", "revalidate-snapshot"}, invalidate: true},
+		{name: "both sets' snapshot segments missing", damage: func(t *testing.T, d string) {
+			removeFile(t, d, "archive/3-0.rec")
+			removeFile(t, d, "archive/1-0.rec")
+		}, want: []string{"segment file 3-0.rec", "restore the latest snapshot set's recordings from a backup",
+			"the earlier set cannot be used either: segment file 1-0.rec"}},
+		{name: "log segment in the replay range missing", damage: func(t *testing.T, d string) { removeFile(t, d, "archive/0-262144.rec") },
+			want: []string{"segment file 0-262144.rec of recording 0 (log)", "restore 0-262144.rec from a backup; no earlier snapshot set helps"}},
+		{name: "log segment below the replay range missing", damage: func(t *testing.T, d string) { removeFile(t, d, "archive/0-0.rec") }, ok: true},
+		{name: "latest set fails, log before it detached", damage: func(t *testing.T, d string) {
+			mustCLI(t, "archive", "detach", "--dir", filepath.Join(d, "archive"), "--id", "0", "--position", "131072")
+			removeFile(t, d, "archive/3-0.rec")
+		}, want: []string{"segment file 3-0.rec", "the earlier set cannot be used either: log recording 0 holds [131072, ",
+			"the log from the snapshot at 45120 was detached or purged"}},
+		{name: "detached log", damage: func(t *testing.T, d string) {
+			mustCLI(t, "archive", "detach", "--dir", filepath.Join(d, "archive"), "--id", "0", "--position", "262144")
+			mustCLI(t, "cluster", "invalidate-latest-snapshot", "--dir", d)
+		}, want: []string{"log recording 0 holds [262144, ", "restore the detached segment files"}},
+		{name: "log recording INVALID", damage: func(t *testing.T, d string) { setRecordingState(t, d, 0, archive.StateInvalid) },
+			want: []string{"recording 0 (log of term 0) is INVALID in the archive catalog", "archive verify"}},
+		{name: "latest snapshot recording INVALID", damage: func(t *testing.T, d string) { setRecordingState(t, d, 3, archive.StateInvalid) },
+			want: []string{"recording 3 (snapshot of service 0 at log position 297568) is INVALID", "to fall back to the snapshot set at log position 45120"}, invalidate: true},
+		{name: "snapshot position off the frame alignment", damage: func(t *testing.T, d string) { setEntryLogPosition(t, d, 297568+8, 192, 256) },
+			want: []string{"replay position 297576 of log recording 0 is not at a frame: not a multiple of the 32-byte frame alignment",
+				"to fall back to the snapshot set at log position 45120"}, invalidate: true},
+		{name: "snapshot position inside a frame", damage: func(t *testing.T, d string) { setEntryLogPosition(t, d, 297568+32, 192, 256) },
+			want: []string{"replay position 297600 of log recording 0 is not at a frame", "to fall back to the snapshot set at log position 45120"}, invalidate: true},
+		{name: "damaged catalog", damage: func(t *testing.T, d string) {
+			if err := os.Truncate(filepath.Join(d, "archive", archive.CatalogFileName), 100); err != nil {
+				t.Fatal(err)
+			}
+		}, want: []string{"the archive catalog is damaged: restore archive.catalog from a backup"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			d := copyTree(t, base)
+			c.damage(t, d)
+			before := treeHashes(t, d)
+			for _, verb := range []string{"recovery-plan", "describe"} {
+				code, out, errb := runCLI(t, "cluster", verb, "--dir", d)
+				if c.ok {
+					if code != 0 {
+						t.Errorf("%s: exit %d, stderr %q; the plan can be carried out", verb, code, errb)
+					}
+					continue
+				}
+				if code != 1 {
+					t.Errorf("%s: exit %d, want 1; stderr %q\n%s", verb, code, errb, out)
+				}
+				for _, w := range c.want {
+					if !strings.Contains(errb, w) {
+						t.Errorf("%s: stderr does not say %q:\n%s", verb, w, errb)
+					}
+				}
+				if got := strings.Contains(errb, fallBack+d); got != c.invalidate {
+					t.Errorf("%s: suggests invalidate-latest-snapshot: %v, want %v:\n%s", verb, got, c.invalidate, errb)
+				}
+			}
+			sameTree(t, "recovery-plan and describe", before, treeHashes(t, d))
+			if c.ok {
+				return
+			}
+			// A start refuses with the same words, and changes nothing.
+			n, err := cluster.Open(cluster.Options{Dir: d, Service: enginesvc.New(enginesvc.Options{}), TermLength: 64 * 1024,
+				SegmentLength: 128 * 1024, FileSyncLevel: 1})
+			if err == nil {
+				n.Close()
+				t.Fatal("the node started")
+			}
+			if c.name == "damaged catalog" {
+				return // the archive refuses it before any plan
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Open: error does not say %q:\n%v", w, err)
+				}
+			}
+			if got := strings.Contains(err.Error(), fallBack+d); got != c.invalidate {
+				t.Errorf("Open: suggests invalidate-latest-snapshot: %v, want %v:\n%v", got, c.invalidate, err)
+			}
+		})
 	}
 }

@@ -145,3 +145,39 @@ func checkRemoval(f *archiveFlags, detach, del bool) error {
 	unlinkNow := del && (f.now || f.delay == 0)
 	return archive.CheckRemoval(vfs.Default, f.dir, f.id, f.position, detach, del, unlinkNow)
 }
+
+// planFeasible is recovery-plan's verdict: nil when the plan it printed
+// can be carried out, else an error naming each issue and its fix
+// (cluster.CheckPlan).
+func planFeasible(d string, cat *archive.Catalog, l *recordinglog.Log, p *recordinglog.RecoveryPlan) error {
+	issues, err := cluster.CheckPlan(vfs.Default, d, cat, l, p)
+	if err != nil {
+		return err
+	}
+	return cluster.PlanError(issues)
+}
+
+// describePlanFeasible is describe's verdict on the recovery plan of the
+// node directory d (one service, as a matchlog node runs): what describe
+// printed cannot be followed when this fails.
+func describePlanFeasible(d string, l *recordinglog.Log) error {
+	cat, err := archive.OpenCatalogFile(vfs.Default, archiveDir(d), archive.CatalogOptions{ReadOnly: true})
+	if err != nil {
+		return catalogRemedy(d, err)
+	}
+	defer cat.Close()
+	p, err := l.CreateRecoveryPlan(cat, 1)
+	if err != nil {
+		return cluster.ExplainPlanError(d, cat, err)
+	}
+	return planFeasible(d, cat, l, p)
+}
+
+// catalogRemedy adds the fix to a catalog that does not open.
+func catalogRemedy(d string, err error) error {
+	if errors.Is(err, archive.ErrCorrupt) {
+		return fmt.Errorf("%w; the archive catalog is damaged: restore %s from a backup (`matchlog archive verify --dir %s` shows what else is wrong); invalidating snapshots would not help",
+			err, archive.CatalogFileName, archiveDir(d))
+	}
+	return err
+}
