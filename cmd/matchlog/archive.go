@@ -34,9 +34,11 @@ Commands, over an archive directory D (holding archive.catalog):
             type, session, stream, term id and offset, SBE header); with
             --json, counts
 
-detach, delete and purge refuse a directory whose archive-mark.dat shows a
-live archive; they open the archive as a restart would (a fresh mark file,
-recordings left active by a crash settled).
+detach, delete, purge and verify --truncate|--mark-invalid refuse a directory
+whose archive-mark.dat shows a live archive (activity within 10 s and its
+process still running). detach, delete and purge check the request first, so a
+refused one changes nothing; then they open the archive as a restart would (a
+fresh mark file, recordings left active by a crash settled).
 
 Run 'matchlog archive <command> -h' for its flags.
 `

@@ -48,9 +48,13 @@ its control counter) to take one; there is no such module to ask here. A running
 matchlog node takes snapshots on its own schedule (Options.SnapshotEvery,
 SnapshotEveryBytes) or on request (Node.RequestSnapshot), so this command works
 only on a stopped matchlog node directory: it refuses one whose mark files show
-a live node (activity within 10 s, or the recorded process still running; --force
+a live node (activity within 10 s and the recorded process still running; --force
 skips the check) and it refuses an Aeron directory, whose service state it
-cannot load.
+cannot load. A snapshot that fails leaves the directory as it was.
+
+invalidate-latest-snapshot, revalidate-snapshot and snapshot refuse a live node.
+recovery-plan and describe exit 1, naming each problem and the fix that
+applies, when the plan cannot be carried out.
 
 Run 'matchlog cluster <command> -h' for its flags.
 `

@@ -354,3 +354,15 @@ func TestPlanRemedies(t *testing.T) {
 		})
 	}
 }
+
+// matchlog node refuses a directory real Aeron wrote, before it touches
+// anything: exit 1, the reason, every file byte-identical.
+func TestNodeRefusesAeronDirectory(t *testing.T) {
+	d := fixtures.CopyAeronSingleNode(t)
+	before := treeHashes(t, d)
+	code, _, errb := runCLI(t, "node", "--dir", d, "--listen", "127.0.0.1:0")
+	if code != 1 || !strings.Contains(errb, "written by Aeron's consensus module") || !strings.Contains(errb, "never overwrites that file") {
+		t.Errorf("node on Aeron's directory: exit %d, stderr %q", code, errb)
+	}
+	sameTree(t, "node", before, treeHashes(t, d))
+}
