@@ -366,3 +366,27 @@ func TestNodeRefusesAeronDirectory(t *testing.T) {
 	}
 	sameTree(t, "node", before, treeHashes(t, d))
 }
+
+// A cluster snapshot that fails part way (here the new snapshot
+// recording's segment file cannot be created: a directory is in its way)
+// exits 1 and leaves no half-added recording, TERM entry or log append:
+// every file is as it was.
+func TestClusterSnapshotFailureLeavesDirectory(t *testing.T) {
+	dir, _, _ := buildNodeDir(t)
+	if err := os.Mkdir(filepath.Join(dir, "archive", archive.SegmentFileName(3, 0)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	before := treeHashes(t, dir)
+	code, out, errb := runCLI(t, "cluster", "snapshot", "--dir", dir)
+	if code != 1 || out != "" || !strings.Contains(errb, "3-0.rec") || !strings.Contains(errb, "the directory is as it was before the command") {
+		t.Errorf("snapshot: exit %d, stdout %q, stderr %q", code, out, errb)
+	}
+	sameTree(t, "failed snapshot", before, treeHashes(t, dir))
+	// With the obstacle gone the same command succeeds.
+	if err := os.Remove(filepath.Join(dir, "archive", archive.SegmentFileName(3, 0))); err != nil {
+		t.Fatal(err)
+	}
+	if s := runSnapshotJSON(t, "--dir", dir); len(s.RecordingIDs) != 2 {
+		t.Errorf("snapshot after the failure: %+v", s)
+	}
+}
