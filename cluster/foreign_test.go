@@ -85,4 +85,13 @@ func TestOpenRefusesForeignDirectory(t *testing.T) {
 		t.Fatalf("Open without a mark file = %v", err)
 	}
 	requireSameTree(t, before, readTree(t, dir))
+
+	// Only Aeron's archive (no cluster directory): its catalog and mark
+	// file are another program's.
+	arc := fixtures.CopyAeronSingleNode(t, "archive")
+	before = readTree(t, arc)
+	if err := open(arc); !errors.Is(err, cluster.ErrForeignMarkFile) || !strings.Contains(err.Error(), "archive.catalog") {
+		t.Fatalf("Open of Aeron's archive alone = %v", err)
+	}
+	requireSameTree(t, before, readTree(t, arc))
 }

@@ -215,12 +215,13 @@ func CheckLive(fsys vfs.FS, dir string, nowMs int64, timeout time.Duration) erro
 
 // checkMarkFile is what Open checks of cdir/cluster-mark.dat before it
 // writes anything: a mark file another program wrote (not a consensus
-// module's naming MatchlogServiceName, or no cluster mark file at all) is
+// module's naming MatchlogServiceName, or none beside a recording.log or an
+// archive catalog) is
 // refused with ErrForeignMarkFile, and a live node (see CheckLive) with
 // ErrNodeRunning. A missing file, and one whose version is not written yet
 // (a creation cut by a crash: shorter than a header, zeros, or the header
 // without its last write), is no node.
-func checkMarkFile(fsys vfs.FS, cdir string, nowMs int64, timeout time.Duration) error {
+func checkMarkFile(fsys vfs.FS, cdir, adir string, nowMs int64, timeout time.Duration) error {
 	path := fsys.Join(cdir, MarkFileName)
 	m, err := readMarkFile(fsys, path)
 	var derr *markDecodeError
@@ -231,9 +232,11 @@ func checkMarkFile(fsys vfs.FS, cdir string, nowMs int64, timeout time.Duration)
 	case errors.Is(err, vfs.ErrNotExist):
 		// A node writes its mark file before recording.log: a recording
 		// log without one is another program's.
-		if _, serr := fsys.Stat(fsys.Join(cdir, recordinglog.FileName)); serr == nil {
-			return fmt.Errorf("%w: %s holds %s but no %s, which a matchlog node writes first; matchlog does not open it",
-				ErrForeignMarkFile, cdir, recordinglog.FileName, MarkFileName)
+		for _, f := range []struct{ dir, name string }{{cdir, recordinglog.FileName}, {adir, archive.CatalogFileName}} {
+			if _, serr := fsys.Stat(fsys.Join(f.dir, f.name)); serr == nil {
+				return fmt.Errorf("%w: %s holds %s but %s has no %s, which a matchlog node writes first: another program wrote it; matchlog does not open it",
+					ErrForeignMarkFile, f.dir, f.name, cdir, MarkFileName)
+			}
 		}
 		return nil
 	case m == nil && markTornAtCreation(fsys, path):

@@ -46,7 +46,7 @@ func (n *Node) open() error {
 	n.timestamp()
 	// Nothing is created or written before the directory is known to be a
 	// stopped matchlog node's (or new).
-	if err := checkMarkFile(fsys, n.cdir, n.opts.EpochClock(), n.opts.MarkFileTimeout); err != nil &&
+	if err := checkMarkFile(fsys, n.cdir, n.adir, n.opts.EpochClock(), n.opts.MarkFileTimeout); err != nil &&
 		!(n.opts.IgnoreLiveMarkFile && liveness.IsLive(err)) {
 		return err
 	}
