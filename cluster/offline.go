@@ -27,8 +27,10 @@ import (
 // past the end of what it holds. A chunk of a large file that held data and
 // was changed anyway cannot be put back, and the error says so.
 //
-// It refuses (before writing anything) what Open refuses: a live node, a
-// directory another program wrote.
+// Recording the state reads every file of the directory once (a cost in
+// proportion to its size, paid before Open). It refuses (before writing
+// anything) what Open refuses: a live node, a directory another program
+// wrote.
 func RunStopped(opts Options, work func(*Node) error, check func() error) error {
 	opts.defaults()
 	fsys := opts.FS
