@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/matchlog/matchlog/internal/liveness"
 	"github.com/matchlog/matchlog/internal/vfs"
 )
 
@@ -43,13 +44,15 @@ const (
 )
 
 // DefaultMarkTimeout is how recent another archive's activity timestamp
-// must be for Open to consider it running.
-const DefaultMarkTimeout = 10 * time.Second
+// must be for Open to consider it running (with its process still
+// running: see MarkFile.IsLive).
+const DefaultMarkTimeout = liveness.DefaultTimeout
 
 // Errors of the Archive a caller may test with errors.Is.
 var (
-	// ErrArchiveActive is returned by Open when another archive's mark
-	// file shows activity within the mark timeout.
+	// ErrArchiveActive is returned by Open (and CheckLive) when another
+	// archive's mark file shows activity within the mark timeout and its
+	// process still runs.
 	ErrArchiveActive = errors.New("archive: another archive is active in this directory")
 	// ErrArchiveClosed is returned by every method after Close.
 	ErrArchiveClosed = errors.New("archive: archive closed")
@@ -90,7 +93,8 @@ type Options struct {
 	// DefaultCatalogCapacity).
 	CatalogCapacity int64
 	// MarkTimeout: a mark file whose activity timestamp is within this of
-	// now belongs to a running archive and Open refuses the directory.
+	// now and whose process still runs belongs to a running archive, and
+	// Open refuses the directory before it changes any file.
 	// 0 means DefaultMarkTimeout.
 	MarkTimeout time.Duration
 	// MarkErrorBufferLength is the mark file's error log length
@@ -245,9 +249,11 @@ func (a *Archive) createMark() error {
 	switch {
 	case err == nil:
 		m, rerr := ReadMarkFile(f)
-		if rerr == nil && m.IsLive(now, a.opts.MarkTimeout.Milliseconds()) {
-			f.Close()
-			return fmt.Errorf("%w: %s (activity %d ms ago)", ErrArchiveActive, name, now-m.ActivityTimestamp)
+		if rerr == nil {
+			if err := m.CheckLive(name, now, a.opts.MarkTimeout); err != nil {
+				f.Close()
+				return err
+			}
 		}
 		if err := f.Truncate(0); err != nil {
 			f.Close()

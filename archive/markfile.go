@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
+	"github.com/matchlog/matchlog/internal/liveness"
 	"github.com/matchlog/matchlog/internal/vfs"
 )
 
@@ -63,14 +65,32 @@ type MarkFile struct {
 	HeaderOffset int
 }
 
-// IsLive reports whether an archive is running on this mark file: it is
-// ready (non-zero version) and its activity timestamp is within timeoutMs of
-// nowMs. A cleanly stopped archive (activity -1) is not live.
+// IsLive reports whether an archive is running on this mark file, by the
+// rule of internal/liveness: it is ready (non-zero version), its activity
+// timestamp is within timeoutMs of nowMs, and the process it names still
+// runs. A cleanly stopped archive (activity -1) is not live; neither is
+// one whose process was killed, however fresh its timestamp.
 func (m *MarkFile) IsLive(nowMs, timeoutMs int64) bool {
-	if m.Version == 0 || m.ActivityTimestamp == NullTimestamp || m.ActivityTimestamp <= 0 {
-		return false
+	return m.CheckLive("", nowMs, time.Duration(timeoutMs)*time.Millisecond) != nil
+}
+
+// CheckLive is IsLive as an error wrapping ErrArchiveActive that names
+// file, the pid and the timestamp's age, or nil.
+func (m *MarkFile) CheckLive(file string, nowMs int64, timeout time.Duration) error {
+	return liveness.Check(liveness.Mark{File: file, Ready: m.Version != 0, ActivityMs: m.ActivityTimestamp, PID: m.PID},
+		nowMs, timeout, ErrArchiveActive)
+}
+
+// CheckLive refuses an archive directory whose mark file shows a running
+// archive (see IsLive), with an error wrapping ErrArchiveActive that names
+// the file, the pid and how old the activity timestamp is. A missing or
+// unreadable mark file is no running archive: nil. It only reads.
+func CheckLive(fsys vfs.FS, dir string, nowMs int64, timeout time.Duration) error {
+	m, err := ReadMarkFileIn(fsys, dir)
+	if err != nil {
+		return nil
 	}
-	return nowMs-m.ActivityTimestamp <= timeoutMs
+	return m.CheckLive(fsys.Join(dir, MarkFileName), nowMs, timeout)
 }
 
 // MarkFileLength is the file length Aeron gives a mark file:

@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -26,7 +28,7 @@ func TestMarkFileCreateAndRead(t *testing.T) {
 	m := MarkFile{
 		ActivityTimestamp:    1_800_000_000_000,
 		StartTimestamp:       1_799_999_999_000,
-		PID:                  4242,
+		PID:                  int64(os.Getpid()), // a running process: the timestamp decides
 		ControlStreamID:      10,
 		LocalControlStreamID: 11,
 		EventsStreamID:       30,
@@ -73,6 +75,13 @@ func TestMarkFileCreateAndRead(t *testing.T) {
 	got, _ = ReadMarkFile(f)
 	if got.IsLive(m.ActivityTimestamp, 1<<40) {
 		t.Fatal("terminated archive is live")
+	}
+	// The same fresh timestamp of a process that is gone (killed): not
+	// live, at once.
+	dead := *got
+	dead.ActivityTimestamp, dead.PID = m.ActivityTimestamp, deadPID(t)
+	if dead.IsLive(m.ActivityTimestamp, 5000) {
+		t.Fatal("a mark file of a dead process is live")
 	}
 	// Not ready (version 0) is not live.
 	notReady := *got
@@ -132,4 +141,14 @@ func TestMarkFileLegacyAndDamaged(t *testing.T) {
 			t.Errorf("%s: %v", tc.name, err)
 		}
 	}
+}
+
+// deadPID returns the id of a process that has exited and been reaped.
+func deadPID(t *testing.T) int64 {
+	t.Helper()
+	c := exec.Command("true")
+	if err := c.Run(); err != nil {
+		t.Skipf("no `true` to make a dead pid: %v", err)
+	}
+	return int64(c.Process.Pid)
 }

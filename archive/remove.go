@@ -149,10 +149,26 @@ func (a *Archive) checkDetach(id, newStart int64) (RecordingDescriptor, error) {
 	} else if end == NullPosition {
 		return d, fmt.Errorf("archive: recording %d has no stop position; reopen the archive to settle it", id)
 	}
+	if err := detachRules(&d, newStart, end, active); err != nil {
+		return d, err
+	}
+	for _, rp := range a.replays {
+		if rp.id == id && !rp.closed && rp.pos < newStart {
+			return d, &DetachError{RecordingID: id, NewStart: newStart, Rule: DetachReplaying,
+				Detail: fmt.Sprintf("a replay is at %d (from %d)", rp.pos, rp.from)}
+		}
+	}
+	return d, nil
+}
+
+// detachRules is Aeron's isValidDetach for newStart of the recording d
+// whose recorded end is end (active: still being recorded), without the
+// replay rule.
+func detachRules(d *RecordingDescriptor, newStart, end int64, active bool) error {
 	tl, sl := d.TermBufferLength, d.SegmentFileLength
 	base := func(p int64) int64 { return SegmentFileBasePosition(d.StartPosition, p, tl, sl) }
-	refuse := func(rule DetachRule, format string, args ...any) (RecordingDescriptor, error) {
-		return d, &DetachError{RecordingID: id, NewStart: newStart, Rule: rule, Detail: fmt.Sprintf(format, args...)}
+	refuse := func(rule DetachRule, format string, args ...any) error {
+		return &DetachError{RecordingID: d.RecordingID, NewStart: newStart, Rule: rule, Detail: fmt.Sprintf(format, args...)}
 	}
 	first := base(d.StartPosition) + int64(sl)
 	switch {
@@ -165,12 +181,60 @@ func (a *Archive) checkDetach(id, newStart int64) (RecordingDescriptor, error) {
 	case !active && newStart > base(end):
 		return refuse(DetachPastStopSegment, "stop position %d is in the segment at %d", end, base(end))
 	}
-	for _, rp := range a.replays {
-		if rp.id == id && !rp.closed && rp.pos < newStart {
-			return refuse(DetachReplaying, "a replay is at %d (from %d)", rp.pos, rp.from)
+	return nil
+}
+
+// CheckRemoval makes, on the stopped archive in dir and without opening it
+// or changing any file, the checks that Detach (detach), DeleteDetached
+// (del) or Purge (both) of recording id to newStart would make after an
+// Open: the recording exists, newStart is a valid detach (Aeron's
+// isValidDetach, against the stop position Open would settle a crashed
+// recording at), and no file of the recording is still waiting to be
+// unlinked (*.deleted below its start), unless drainFirst says the caller
+// unlinks those first. A tool calls it before Open, so that a refused
+// command leaves the mark file and the pending files as they were.
+func CheckRemoval(fsys vfs.FS, dir string, id, newStart int64, detach, del, drainFirst bool) error {
+	cat, err := OpenCatalogFile(fsys, dir, CatalogOptions{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	defer cat.Close()
+	d, err := cat.Descriptor(id)
+	if err != nil {
+		return err
+	}
+	if detach {
+		if err := checkDescriptorGeometry(&d); err != nil {
+			return fmt.Errorf("archive: recording %d: %w", id, err)
+		}
+		end := d.StopPosition
+		if end == NullPosition {
+			if end, _, err = ComputeStopPosition(fsys, dir, d); err != nil {
+				return fmt.Errorf("archive: recording %d has no stop position and none can be computed: %w", id, err)
+			}
+		}
+		if err := detachRules(&d, newStart, end, false); err != nil {
+			return err
 		}
 	}
-	return d, nil
+	if del && !drainFirst {
+		files, err := DeletedSegments(fsys, dir)
+		if err != nil {
+			return err
+		}
+		entries := cat.Entries()
+		n := 0
+		for _, f := range files {
+			fid, _, _ := ParseSegmentFileName(strings.TrimSuffix(f.Name, DeletedSuffix))
+			if fid == id && segmentBelowStart(entries, fid, f.Base) {
+				n++
+			}
+		}
+		if n > 0 {
+			return fmt.Errorf("%w: recording %d has %d files waiting (unlink them first: --now or --delay 0)", ErrDeleteInProgress, id, n)
+		}
+	}
+	return nil
 }
 
 // Detach moves the start position of recording id to newStart, as Aeron's
@@ -412,6 +476,10 @@ func (a *Archive) scheduleLeftovers() error {
 // below the start of its catalog entry (the VALID one, else the first), or
 // the catalog has no entry for id.
 func (a *Archive) belowStart(entries []CatalogEntry, id, base int64) bool {
+	return segmentBelowStart(entries, id, base)
+}
+
+func segmentBelowStart(entries []CatalogEntry, id, base int64) bool {
 	var found *RecordingDescriptor
 	for i := range entries {
 		e := &entries[i]

@@ -190,9 +190,20 @@
 // strictly, replays the log from S to its end (egress dropped, snapshot
 // requests ignored), then extends the log recording and starts a new term.
 // A missing, incomplete or corrupt latest snapshot stops Open with an error
-// naming the recording and the way out (invalidate-latest-snapshot, after
-// which the previous set is the latest); it never starts empty or from an
-// older set silently.
+// naming the recording and the fix that applies (CheckPlan computes it:
+// invalidate-latest-snapshot, after which the previous set is the latest,
+// only when that set and its log can be used; otherwise what to restore);
+// it never starts empty or from an older set silently. The same check runs
+// read-only before Open writes anything, and `matchlog cluster
+// recovery-plan` and `describe` exit non-zero on it.
+//
+// # Offline changes and liveness
+//
+// Offline tools that write refuse a live node (CheckLive: a mark file whose
+// activity timestamp is within 10 s and whose process still runs; a node
+// killed with SIGKILL is not live) and a directory another program wrote.
+// RunStopped opens a stopped node, runs a change on it and closes it, or
+// puts every file back as it was when any step fails.
 //
 // # Archive
 //

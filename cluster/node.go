@@ -117,6 +117,10 @@ type Options struct {
 	// (default DefaultMarkFileTimeout). A running node refreshes its
 	// activity timestamp about once a second (MarkFileUpdateInterval).
 	MarkFileTimeout time.Duration
+	// IgnoreLiveMarkFile skips Open's live-node refusal (never the refusal
+	// of another program's directory): for an operator who knows that the
+	// running process a fresh mark file names is no node (a reused pid).
+	IgnoreLiveMarkFile bool
 }
 
 // DefaultSnapshotNice is Options.SnapshotNice's default.
@@ -356,11 +360,16 @@ func (n *Node) snapshotTermLength(pauseless bool) int {
 // the latest snapshot set and the log after it, and starts a new
 // leadership term. The service's OnStart has run when Open returns.
 //
-// A missing, incomplete or corrupt latest snapshot set stops the start with
-// an error naming it; the fall back is `matchlog cluster
-// invalidate-latest-snapshot` (recordinglog.Log.InvalidateLatestSnapshot),
-// which makes the previous set the latest. Open never silently starts empty
-// or from an older snapshot.
+// Before it creates or writes anything Open refuses a directory another
+// program wrote (ErrForeignMarkFile: Aeron's, another service's), a live
+// node's (ErrNodeRunning: a fresh activity timestamp whose process still
+// runs; internal/liveness), and a recovery plan that cannot be carried out
+// on the files as they are (CheckPlan). A missing, incomplete or corrupt
+// latest snapshot set stops the start with an error naming it and the fix
+// that applies: `matchlog cluster invalidate-latest-snapshot`
+// (recordinglog.Log.InvalidateLatestSnapshot, undone by
+// revalidate-snapshot) only when an earlier set with its log can be used
+// instead. Open never silently starts empty or from an older snapshot.
 func Open(opts Options) (*Node, error) {
 	opts.defaults()
 	if opts.Service == nil {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/matchlog/matchlog/archive"
 	"github.com/matchlog/matchlog/cluster/recordinglog"
+	"github.com/matchlog/matchlog/internal/liveness"
 	"github.com/matchlog/matchlog/internal/logbuf"
 	"github.com/matchlog/matchlog/internal/vfs"
 )
@@ -43,6 +44,18 @@ func (n *Node) Recovery() Recovery { return n.recovery }
 func (n *Node) open() error {
 	fsys := n.fs
 	n.timestamp()
+	// Nothing is created or written before the directory is known to be a
+	// stopped matchlog node's (or new).
+	if err := checkMarkFile(fsys, n.cdir, n.adir, n.opts.EpochClock(), n.opts.MarkFileTimeout); err != nil &&
+		!(n.opts.IgnoreLiveMarkFile && liveness.IsLive(err)) {
+		return err
+	}
+	if err := checkArchiveMark(fsys, n.adir, n.opts.EpochClock(), n.opts.MarkFileTimeout); err != nil && !n.opts.IgnoreLiveMarkFile {
+		return err
+	}
+	if err := n.preflight(); err != nil {
+		return err
+	}
 	// New directories are durable once their parents are synced.
 	for _, d := range []string{n.cdir, n.adir} {
 		if err := fsys.MkdirAll(d); err != nil {
@@ -55,9 +68,6 @@ func (n *Node) open() error {
 		}
 	}
 	var err error
-	if err := checkMarkFile(fsys, n.cdir, n.opts.EpochClock(), n.opts.MarkFileTimeout.Milliseconds()); err != nil {
-		return err
-	}
 	n.markMs = n.opts.EpochClock()
 	if n.mark, err = writeMarkFile(fsys, n.cdir, n.markMs, n.cdir); err != nil {
 		return fmt.Errorf("cluster: mark file: %w", err)
@@ -76,12 +86,16 @@ func (n *Node) open() error {
 	}
 	plan, err := n.rlog.CreateRecoveryPlan(n.arc, 1)
 	if err != nil {
-		return fmt.Errorf("cluster: recovery plan: %w", err)
+		return fmt.Errorf("cluster: recovery plan: %w", ExplainPlanError(n.opts.Dir, n.arc.a.Catalog(), err))
 	}
 	n.recovery = Recovery{Plan: plan, Archive: n.arc.a.Recovered(), CatalogRepaired: n.arc.catalogRepaired,
 		RecordingLog: n.rlog.Repaired()}
-	if err := plan.Err(); err != nil {
-		return fmt.Errorf("cluster: cannot start from the latest snapshot set: %w (`matchlog cluster invalidate-latest-snapshot --dir %s`, recordinglog.Log.InvalidateLatestSnapshot)", err, n.opts.Dir)
+	issues, err := CheckPlan(fsys, n.opts.Dir, n.arc.a.Catalog(), n.rlog, plan)
+	if err != nil {
+		return err
+	}
+	if len(issues) > 0 {
+		return fmt.Errorf("cluster: cannot start: %w", PlanError(issues))
 	}
 	if err := n.recover(plan); err != nil {
 		return err
@@ -89,10 +103,63 @@ func (n *Node) open() error {
 	return n.startTerm(plan)
 }
 
-// snapshotFallback wraps a snapshot load failure with the way out.
+// preflight checks the recovery plan of an existing node directory on the
+// files as they are, read-only, before Open writes anything: a plan that
+// cannot be carried out (a segment missing, a recording INVALID, a replay
+// position off the frame grid, ...) is refused with its fix while the
+// directory is still as the operator left it. A catalog or recording log
+// that needs a crash repair is left to the start's own checks, which
+// follow the repair.
+func (n *Node) preflight() error {
+	fsys := n.fs
+	if _, err := fsys.Stat(fsys.Join(n.cdir, recordinglog.FileName)); err != nil {
+		if errors.Is(err, vfs.ErrNotExist) {
+			return nil
+		}
+		return fmt.Errorf("cluster: %w", err)
+	}
+	if _, err := fsys.Stat(fsys.Join(n.adir, archive.CatalogFileName)); err != nil {
+		if errors.Is(err, vfs.ErrNotExist) {
+			return nil
+		}
+		return fmt.Errorf("cluster: %w", err)
+	}
+	cat, err := archive.OpenCatalogFile(fsys, n.adir, archive.CatalogOptions{ReadOnly: true})
+	if errors.Is(err, archive.ErrCorrupt) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	defer cat.Close()
+	rl, err := recordinglog.Open(fsys, n.cdir, recordinglog.Options{ReadOnly: true, Repair: true})
+	if errors.Is(err, recordinglog.ErrCorrupt) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("cluster: %s: %w", fsys.Join(n.cdir, recordinglog.FileName), err)
+	}
+	defer rl.Close()
+	plan, err := rl.CreateRecoveryPlan(cat, 1)
+	if err != nil {
+		return nil // an unknown log recording: the start explains it after the archive's recovery
+	}
+	issues, err := CheckPlan(fsys, n.opts.Dir, cat, rl, plan)
+	if err != nil {
+		return err
+	}
+	if len(issues) > 0 {
+		return fmt.Errorf("cluster: cannot start: %w", PlanError(issues))
+	}
+	return nil
+}
+
+// snapshotFallback wraps a snapshot load failure with the way out that
+// applies: a fall-back to an earlier set only when one can be used.
 func (n *Node) snapshotFallback(s recordinglog.Snapshot, err error) error {
-	return fmt.Errorf("cluster: snapshot recording %d (service %d, log position %d, term %d) cannot be loaded: %w; to fall back to the previous snapshot set run `matchlog cluster invalidate-latest-snapshot --dir %s` (recordinglog.Log.InvalidateLatestSnapshot)",
-		s.RecordingID, s.ServiceID, s.LogPosition, s.LeadershipTermID, err, n.opts.Dir)
+	c := planChecker{fsys: n.fs, dir: n.opts.Dir, adir: n.adir, cat: n.arc.a.Catalog(), rl: n.rlog}
+	return fmt.Errorf("cluster: snapshot recording %d (service %d, log position %d, term %d) cannot be loaded: %w; fix: %s",
+		s.RecordingID, s.ServiceID, s.LogPosition, s.LeadershipTermID, err, c.fallbackFix(n.recovery.Plan))
 }
 
 // recover loads the snapshot set and replays the log.

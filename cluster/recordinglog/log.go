@@ -481,18 +481,33 @@ func (l *Log) InvalidateLatestSnapshot() (bool, error) {
 	if err := l.writable(); err != nil {
 		return false, err
 	}
+	set, err := latestSet(l.entries, l.termIndex)
+	if err != nil {
+		return false, err
+	}
+	for _, i := range set {
+		if err := l.invalidate(i); err != nil {
+			return false, err
+		}
+	}
+	return len(set) > 0, nil
+}
+
+// latestSet returns the indices into entries (sorted) of the entries
+// InvalidateLatestSnapshot invalidates, in the order it invalidates them.
+func latestSet(entries []Entry, termIndex func(int64) int) ([]int, error) {
 	var starts []int
 	high := int64(NullValue)
-	for i := len(l.entries) - 1; i >= 0; i-- {
-		e := &l.entries[i]
+	for i := len(entries) - 1; i >= 0; i-- {
+		e := &entries[i]
 		if !isValidAnySnapshot(e) || e.ServiceID != ConsensusModuleServiceID {
 			continue
 		}
 		if e.LogPosition < high {
 			break // an earlier snapshot: stop searching
 		}
-		if l.termIndex(e.LeadershipTermID) < 0 {
-			return false, fmt.Errorf("recordinglog: no matching term for snapshot: leadershipTermId=%d (%v)", e.LeadershipTermID, *e)
+		if termIndex(e.LeadershipTermID) < 0 {
+			return nil, fmt.Errorf("recordinglog: no matching term for snapshot: leadershipTermId=%d (%v)", e.LeadershipTermID, *e)
 		}
 		if e.LogPosition > high {
 			starts = starts[:0]
@@ -500,18 +515,152 @@ func (l *Log) InvalidateLatestSnapshot() (bool, error) {
 		}
 		starts = append(starts, i)
 	}
+	var set []int
+	for k := len(starts) - 1; k >= 0; k-- {
+		serviceID := int32(ConsensusModuleServiceID)
+		for i := starts[k]; i >= 0; i-- {
+			e := &entries[i]
+			if !isValidAnySnapshot(e) || e.ServiceID != serviceID {
+				break
+			}
+			set = append(set, i)
+			serviceID++
+		}
+	}
+	return set, nil
+}
+
+// PlanAfterInvalidation returns the recovery plan InvalidateLatestSnapshot
+// would leave (the latest set invalid, nothing written), or nil when there
+// is no valid consensus-module snapshot to invalidate.
+func (l *Log) PlanAfterInvalidation(recs Recordings, serviceCount int) (*RecoveryPlan, error) {
+	set, err := latestSet(l.entries, l.termIndex)
+	if err != nil || len(set) == 0 {
+		return nil, err
+	}
+	entries := slices.Clone(l.entries)
+	for _, i := range set {
+		entries[i].Valid = false
+	}
+	return PlanRecovery(entries, recs, serviceCount)
+}
+
+// SetServiceCount is the number of services whose snapshots the latest
+// consensus-module snapshot set holds: the consecutive SNAPSHOT entries
+// (valid or not) of service 0, 1, ... just before the consensus module's,
+// at its term and log position. It is -1 when there is no valid consensus-module
+// snapshot.
+func (l *Log) SetServiceCount() int {
+	for i := len(l.entries) - 1; i >= 0; i-- {
+		cm := &l.entries[i]
+		if !isValidSnapshot(cm) || cm.ServiceID != ConsensusModuleServiceID {
+			continue
+		}
+		n := 0
+		for j := i - 1; j >= 0; j-- {
+			e := &l.entries[j]
+			if e.Type != TypeSnapshot || e.ServiceID != int32(n) || e.LogPosition != cm.LogPosition || e.LeadershipTermID != cm.LeadershipTermID {
+				break
+			}
+			n++
+		}
+		return n
+	}
+	return -1
+}
+
+// RevalidateEntry undoes InvalidateEntry: it rewrites only the type field
+// of the entry with the given entry index, with bit 31 cleared, restoring
+// the entry's original type (the invalid flag is the only bit an
+// invalidation sets). Revalidating a valid entry rewrites the same value. A
+// TERM is not revalidated while another valid TERM of its term exists.
+func (l *Log) RevalidateEntry(entryIndex int) error {
+	if err := l.writable(); err != nil {
+		return err
+	}
+	for i := range l.entries {
+		if l.entries[i].Index == entryIndex {
+			e := &l.entries[i]
+			if e.Type == TypeTerm && !e.Valid && l.termIndex(e.LeadershipTermID) >= 0 {
+				return fmt.Errorf("recordinglog: entry #%d: term %d already has a valid TERM entry", entryIndex, e.LeadershipTermID)
+			}
+			return l.revalidate(i)
+		}
+	}
+	return fmt.Errorf("recordinglog: unknown entry index %d", entryIndex)
+}
+
+func (l *Log) revalidate(i int) error {
+	e := &l.entries[i]
+	var b [4]byte
+	binary.LittleEndian.PutUint32(b[:], uint32(e.Type))
+	if err := l.write(b[:], e.Offset+EntryTypeOffset, "revalidate entry"); err != nil {
+		return err
+	}
+	e.Valid = true
+	return nil
+}
+
+// RevalidateLatestInvalidatedSnapshot undoes the last
+// InvalidateLatestSnapshot: it finds the invalid consensus-module
+// (serviceId -1) SNAPSHOT or STANDBY_SNAPSHOT entries with the lowest
+// logPosition above the latest valid consensus-module snapshot (the set the
+// last invalidation hit: each invalidation takes the highest valid set, so
+// the sets above it were invalidated earlier), and from each walks
+// backwards in sorted order clearing the invalid flag of the consecutive
+// invalid snapshot entries of serviceId -1, 0, 1, ... . So Invalidate then
+// Revalidate leaves the file byte-identical. Each entry's TERM must be
+// valid, otherwise nothing is changed and an error is returned. It returns
+// the entries revalidated (none when no invalidated set is above the
+// latest valid one).
+func (l *Log) RevalidateLatestInvalidatedSnapshot() ([]Entry, error) {
+	if err := l.writable(); err != nil {
+		return nil, err
+	}
+	floor := int64(NullValue) - 1
+	for i := range l.entries {
+		if e := &l.entries[i]; isValidAnySnapshot(e) && e.ServiceID == ConsensusModuleServiceID && e.LogPosition > floor {
+			floor = e.LogPosition
+		}
+	}
+	isInvalidSnapshot := func(e *Entry) bool {
+		return !e.Valid && (e.Type == TypeSnapshot || e.Type == TypeStandbySnapshot)
+	}
+	var starts []int
+	low := int64(-1)
+	for i := range l.entries {
+		e := &l.entries[i]
+		if !isInvalidSnapshot(e) || e.ServiceID != ConsensusModuleServiceID || e.LogPosition <= floor {
+			continue
+		}
+		if low >= 0 && e.LogPosition > low {
+			continue
+		}
+		if low < 0 || e.LogPosition < low {
+			starts = starts[:0]
+			low = e.LogPosition
+		}
+		starts = append(starts, i)
+	}
+	for _, i := range starts {
+		if e := &l.entries[i]; l.termIndex(e.LeadershipTermID) < 0 {
+			return nil, fmt.Errorf("recordinglog: no valid TERM entry for the invalidated snapshot %v: revalidate that term first", *e)
+		}
+	}
+	var done []Entry
 	for k := len(starts) - 1; k >= 0; k-- {
 		serviceID := int32(ConsensusModuleServiceID)
 		for i := starts[k]; i >= 0; i-- {
 			e := &l.entries[i]
-			if !isValidAnySnapshot(e) || e.ServiceID != serviceID {
+			if !isInvalidSnapshot(e) || e.ServiceID != serviceID || e.LogPosition != low {
 				break
 			}
-			if err := l.invalidate(i); err != nil {
-				return false, err
+			if err := l.revalidate(i); err != nil {
+				return done, err
 			}
+			done = append(done, *e)
 			serviceID++
 		}
 	}
-	return len(starts) > 0, nil
+	return done, nil
 }

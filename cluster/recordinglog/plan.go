@@ -83,11 +83,26 @@ type RecoveryPlan struct {
 
 	ServiceCount int `json:"serviceCount"`
 	// Problems lists why the latest snapshot set is incomplete or
-	// unusable. A node must refuse to start while it is not empty; the
-	// fix is invalidate-latest-snapshot (fall back to the previous set) or
-	// restoring the missing snapshots.
+	// unusable. A node must refuse to start while it is not empty. Which
+	// fix applies depends on the problem (a wrong service count, a
+	// damaged set with an earlier complete one to fall back to, ...):
+	// package cluster's CheckPlan computes it.
 	Problems []Problem `json:"problems"`
 }
+
+// UnknownRecordingError is PlanRecovery's error when the log's recording
+// (the last TERM's) is not a VALID recording of the archive (Aeron's
+// "unknown recording id").
+type UnknownRecordingError struct {
+	Entry Entry // the TERM entry
+	Err   error // the archive's answer
+}
+
+func (e *UnknownRecordingError) Error() string {
+	return fmt.Sprintf("recordinglog: unknown recording id: %d (%v): %v", e.Entry.RecordingID, e.Entry, e.Err)
+}
+
+func (e *UnknownRecordingError) Unwrap() error { return e.Err }
 
 // ErrIncompleteSnapshot is what RecoveryPlan.Err wraps.
 var ErrIncompleteSnapshot = errors.New("recordinglog: latest snapshot set is incomplete")
@@ -106,8 +121,7 @@ func (p *RecoveryPlan) Err() error {
 		b.WriteString(pr.String())
 	}
 	s := p.Snapshots[0]
-	return fmt.Errorf("%w (consensus-module snapshot recording %d, term %d, logPosition %d): %s; "+
-		"run invalidate-latest-snapshot to fall back to the previous snapshot set",
+	return fmt.Errorf("%w (consensus-module snapshot recording %d, term %d, logPosition %d): %s",
 		ErrIncompleteSnapshot, s.RecordingID, s.LeadershipTermID, s.LogPosition, b.String())
 }
 
@@ -200,7 +214,7 @@ func PlanRecovery(entries []Entry, recs Recordings, serviceCount int) (*Recovery
 		e := &entries[logIndex]
 		d, err := recs.Descriptor(e.RecordingID)
 		if err != nil {
-			return nil, fmt.Errorf("recordinglog: unknown recording id: %d (%v): %w", e.RecordingID, *e, err)
+			return nil, &UnknownRecordingError{Entry: *e, Err: err}
 		}
 		start := d.StartPosition
 		if snapshotIndex >= 0 {

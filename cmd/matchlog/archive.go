@@ -38,9 +38,11 @@ ArchiveTool takes it:
             type, session, stream, term id and offset, SBE header); with
             --json, counts
 
-detach, delete and purge refuse a directory whose archive-mark.dat shows a
-live archive; they open the archive as a restart would (a fresh mark file,
-recordings left active by a crash settled).
+detach, delete, purge and verify --truncate|--mark-invalid refuse a directory
+whose archive-mark.dat shows a live archive (activity within 10 s and its
+process still running). detach, delete and purge check the request first, so a
+refused one changes nothing; then they open the archive as a restart would (a
+fresh mark file, recordings left active by a crash settled).
 
 Ids (--id) are recording ids of the catalog: a negative id, or one the catalog
 does not hold, is an error. Every command takes --json: one JSON object instead
@@ -437,20 +439,6 @@ func archiveVerify(f *archiveFlags, stdout io.Writer) error {
 	return nil
 }
 
-// refuseLive fails when the directory's mark file shows a live archive.
-func refuseLive(dir string) error {
-	m, err := archive.ReadMarkFileIn(vfs.Default, dir)
-	if err != nil {
-		return nil // no (readable) mark file: no live archive wrote one
-	}
-	now := time.Now().UnixMilli()
-	if m.IsLive(now, archive.DefaultMarkTimeout.Milliseconds()) {
-		return fmt.Errorf("%w: %s (pid %d, activity %d ms ago); stop it first or use its API",
-			archive.ErrArchiveActive, dir, m.PID, now-m.ActivityTimestamp)
-	}
-	return nil
-}
-
 // openArchive opens the existing archive in dir for a change, as a restart
 // of the archive would; a missing catalog is an error, not a new archive.
 func openArchive(f *archiveFlags) (*archive.Archive, error) {
@@ -496,6 +484,9 @@ func archivePurge(f *archiveFlags, stdout io.Writer) error {
 }
 
 func archiveRemove(f *archiveFlags, stdout io.Writer, detach, del bool) (err error) {
+	if err := checkRemoval(f, detach, del); err != nil {
+		return err
+	}
 	a, err := openArchive(f)
 	if err != nil {
 		return err

@@ -7,10 +7,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/matchlog/matchlog/archive"
@@ -37,6 +35,8 @@ ClusterTool takes the cluster directory:
                               durable, stop, and print the new SNAPSHOT entries
   invalidate-latest-snapshot  mark every entry of the latest snapshot set invalid, so that
                               recovery falls back to the previous set; exit 1 if there is none
+  revalidate-snapshot         undo the last invalidate-latest-snapshot: restore the entries of
+                              the set it invalidated; exit 1 if there is none
   describe                    print the recording log and the archive recordings it references;
                               for a matchlog node also its mark file, log recording, and the
                               latest snapshot set (engine state hash, consensus-module sessions
@@ -48,9 +48,13 @@ its control counter) to take one; there is no such module to ask here. A running
 matchlog node takes snapshots on its own schedule (Options.SnapshotEvery,
 SnapshotEveryBytes) or on request (Node.RequestSnapshot), so this command works
 only on a stopped matchlog node directory: it refuses one whose mark files show
-a live node (activity within 10 s, or the recorded process still running; --force
+a live node (activity within 10 s and the recorded process still running; --force
 skips the check) and it refuses an Aeron directory, whose service state it
-cannot load.
+cannot load. A snapshot that fails leaves the directory as it was.
+
+invalidate-latest-snapshot, revalidate-snapshot and snapshot refuse a live node.
+recovery-plan and describe exit 1, naming each problem and the fix that
+applies, when the plan cannot be carried out.
 
 Every command takes --json: one JSON object instead of text; its fields are
 listed by 'matchlog help cluster <command>'.
@@ -72,6 +76,7 @@ var clusterCommands = map[string]func(f *clusterFlags, stdout io.Writer) error{
 	"recovery-plan":              clusterRecoveryPlan,
 	"snapshot":                   clusterSnapshot,
 	"invalidate-latest-snapshot": clusterInvalidateLatestSnapshot,
+	"revalidate-snapshot":        clusterRevalidateSnapshot,
 	"describe":                   clusterDescribe,
 }
 
@@ -170,12 +175,12 @@ func clusterRecoveryPlan(f *clusterFlags, stdout io.Writer) error {
 	defer l.Close()
 	cat, err := archive.OpenCatalogFile(vfs.Default, archiveDir(d), archive.CatalogOptions{ReadOnly: true})
 	if err != nil {
-		return err
+		return catalogRemedy(d, err)
 	}
 	defer cat.Close()
 	p, err := l.CreateRecoveryPlan(cat, services)
 	if err != nil {
-		return err
+		return cluster.ExplainPlanError(d, cat, err)
 	}
 	if jsonOut {
 		err = writeJSON(stdout, toPlanJSON(p, clusterTimeUnit(d)))
@@ -185,11 +190,14 @@ func clusterRecoveryPlan(f *clusterFlags, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return p.Err()
+	return planFeasible(d, cat, l, p)
 }
 
 func clusterInvalidateLatestSnapshot(f *clusterFlags, stdout io.Writer) error {
 	d, jsonOut := f.dir, f.jsonOut
+	if err := refuseLiveNode(d, "invalidate-latest-snapshot"); err != nil {
+		return err
+	}
 	l, err := openRecordingLog(d, false)
 	if err != nil {
 		return err
@@ -279,7 +287,7 @@ func clusterDescribe(f *clusterFlags, stdout io.Writer) error {
 	defer l.Close()
 	desc, err := archive.Describe(vfs.Default, archiveDir(d))
 	if err != nil {
-		return err
+		return catalogRemedy(d, err)
 	}
 	entries := l.Entries()
 	var recs []*describedRecording
@@ -304,7 +312,7 @@ func clusterDescribe(f *clusterFlags, stdout io.Writer) error {
 	// A matchlog node directory gets a section of its own; an Aeron
 	// directory's output stays as it was.
 	var node *nodeDescription
-	if mark, merr := readClusterMark(d); merr == nil && mark.isMatchlog() {
+	if mark, merr := readClusterMark(d); merr == nil && mark.IsMatchlog() {
 		node = describeNode(d, mark, l, entries, byID, desc, time.Now())
 	}
 	if jsonOut {
@@ -323,7 +331,7 @@ func clusterDescribe(f *clusterFlags, stdout io.Writer) error {
 	if len(missing) > 0 {
 		return fmt.Errorf("recording(s) %s referenced by the recording log are not in the archive catalog", strings.Join(missing, ", "))
 	}
-	return nil
+	return describePlanFeasible(d, l)
 }
 
 // describeRecording fills r from the catalog entry of its id: the VALID one,
@@ -381,107 +389,6 @@ func describeText(w io.Writer, l *recordinglog.Log, entries []recordinglog.Entry
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
-}
-
-// ---- cluster-mark.dat ----
-
-// clusterMark is what the tools read of cluster-mark.dat (Aeron's
-// ClusterMarkFile: SBE header, MarkFileHeader block at offset 8, then
-// varAscii aeronDirectory, controlChannel, ingressChannel, serviceName,
-// authenticator, servicesClusterDir; aeron-formats.md §3.2).
-type clusterMark struct {
-	Version           int32  `json:"version" doc:"the mark file's semantic version (major<<16 | minor<<8 | patch)"`
-	ComponentType     int32  `json:"component_type"`
-	ActivityTimestamp int64  `json:"activity_timestamp_ms" doc:"epoch ms of the last activity; -1: stopped cleanly"`
-	StartTimestamp    int64  `json:"start_timestamp_ms" doc:"epoch ms"`
-	PID               int64  `json:"pid"`
-	ServiceName       string `json:"service_name" doc:"matchlog for a matchlog node"`
-	ClusterDir        string `json:"cluster_dir"`
-}
-
-// matchlogServiceName is the serviceName a matchlog node writes into its
-// cluster-mark.dat (Aeron's consensus module leaves it empty).
-const matchlogServiceName = "matchlog"
-
-func (m *clusterMark) isMatchlog() bool { return m.ServiceName == matchlogServiceName }
-
-// readClusterMark reads D/cluster/cluster-mark.dat.
-func readClusterMark(d string) (*clusterMark, error) {
-	path := filepath.Join(clusterDir(d), cluster.MarkFileName)
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	const block = 8
-	le := binary.LittleEndian
-	if len(b) < block+76 || le.Uint16(b[4:]) != 110 || le.Uint16(b[2:]) != 200 {
-		return nil, fmt.Errorf("%s: not a cluster mark file (schema 110, template 200)", path)
-	}
-	h := b[block:]
-	m := &clusterMark{
-		Version:           int32(le.Uint32(h[0:])),
-		ComponentType:     int32(le.Uint32(h[4:])),
-		ActivityTimestamp: int64(le.Uint64(h[8:])),
-		StartTimestamp:    int64(le.Uint64(h[16:])),
-		PID:               int64(le.Uint64(h[24:])),
-	}
-	off := block + int(le.Uint16(b[0:])) // the block length from the header
-	var strs [6]string
-	for i := range strs {
-		if off+4 > len(b) {
-			return m, fmt.Errorf("%s: truncated after %d strings", path, i)
-		}
-		n := int(le.Uint32(b[off:]))
-		if n < 0 || off+4+n > len(b) || n > 8192 {
-			return m, fmt.Errorf("%s: string %d has length %d", path, i, n)
-		}
-		strs[i] = string(b[off+4 : off+4+n])
-		off += 4 + n
-	}
-	m.ServiceName, m.ClusterDir = strs[3], strs[5]
-	return m, nil
-}
-
-// liveTimeout is how recent a mark file's activity timestamp must be for
-// the node to count as running (archive.DefaultMarkTimeout, 10 s).
-const liveTimeout = archive.DefaultMarkTimeout
-
-// nodeLiveness says whether a node looks live in d and why: a mark file
-// (cluster's or archive's) whose activity timestamp is within liveTimeout of
-// now, or a cluster-mark.dat not stamped as cleanly stopped whose process
-// is still running. A cleanly stopped node stamps its mark files -1.
-func nodeLiveness(d string, mark *clusterMark, now time.Time) (bool, string) {
-	nowMs := now.UnixMilli()
-	recent := func(ts int64) bool {
-		return ts > 0 && nowMs-ts < liveTimeout.Milliseconds() && ts-nowMs < liveTimeout.Milliseconds()
-	}
-	if mark != nil && mark.Version != 0 && recent(mark.ActivityTimestamp) {
-		return true, fmt.Sprintf("cluster-mark.dat activity timestamp %s is within %s of now (pid %d)",
-			time.UnixMilli(mark.ActivityTimestamp).UTC().Format(time.RFC3339Nano), liveTimeout, mark.PID)
-	}
-	if am, err := archive.ReadMarkFileIn(vfs.Default, archiveDir(d)); err == nil && am.IsLive(nowMs, liveTimeout.Milliseconds()) {
-		return true, fmt.Sprintf("archive-mark.dat activity timestamp %s is within %s of now (pid %d)",
-			time.UnixMilli(am.ActivityTimestamp).UTC().Format(time.RFC3339Nano), liveTimeout, am.PID)
-	}
-	// An idle node refreshes no timestamp: a mark file not stamped as
-	// stopped whose process still runs is a live node too. Our own pid is
-	// a crashed node's pid reused (this process runs no node in d).
-	if mark != nil && mark.ActivityTimestamp != archive.NullTimestamp && mark.PID > 0 &&
-		mark.PID != int64(os.Getpid()) && processRunning(int(mark.PID)) {
-		return true, fmt.Sprintf("cluster-mark.dat was not stamped as stopped and its process %d is running", mark.PID)
-	}
-	return false, ""
-}
-
-// processRunning reports whether a process with this pid exists (signal 0;
-// a permission error means it exists). Where that cannot be asked, false.
-func processRunning(pid int) bool {
-	p, err := os.FindProcess(pid)
-	if err != nil {
-		return false
-	}
-	err = p.Signal(syscall.Signal(0))
-	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 // ---- reading snapshot recordings of a stopped node ----
@@ -851,7 +758,7 @@ func checkSnapshotDir(d string, force bool, entries []recordinglog.Entry) (int32
 	if err != nil {
 		return 0, fmt.Errorf("%s is not a matchlog node directory: %w", d, err)
 	}
-	if !mark.isMatchlog() {
+	if !mark.IsMatchlog() {
 		return 0, fmt.Errorf("%s is not a matchlog node directory (cluster-mark.dat names service %q, not %q): "+
 			"cluster snapshot only works on matchlog node directories; on an Aeron cluster use Aeron's ClusterTool snapshot, "+
 			"which asks its running consensus module", d, mark.ServiceName, matchlogServiceName)
@@ -890,7 +797,7 @@ func clusterSnapshot(f *clusterFlags, stdout io.Writer) error {
 		return err
 	}
 	opts := cluster.Options{Dir: d, FileSyncLevel: 1, AppVersion: appVersion, SnapshotMode: cluster.Pauseless,
-		Clock: snapshotClock, EpochClock: snapshotEpochClock}
+		Clock: snapshotClock, EpochClock: snapshotEpochClock, IgnoreLiveMarkFile: f.force}
 	if f.mode == "stw" {
 		opts.SnapshotMode = cluster.StopTheWorld
 	}
@@ -910,15 +817,7 @@ func clusterSnapshot(f *clusterFlags, stdout io.Writer) error {
 	}
 	svc := enginesvc.New(enginesvc.Options{Workers: f.workers, AppVersion: appVersion})
 	opts.Service = svc
-	n, err := cluster.Open(opts)
-	if err != nil {
-		return err
-	}
-	res, err := takeSnapshot(n)
-	hash := svc.Engine().StateHash()
-	if cerr := n.Close(); err == nil {
-		err = cerr
-	}
+	res, hash, err := runOfflineSnapshot(d, opts, svc)
 	if err != nil {
 		return err
 	}

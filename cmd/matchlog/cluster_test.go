@@ -82,7 +82,8 @@ func TestClusterRecoveryPlan(t *testing.T) {
 	// Two services: the set is incomplete, the plan says which entry is in
 	// service 1's place and the exit status is 1.
 	code, out, errb = runCLI(t, "cluster", "recovery-plan", "--dir", d, "--services", "2")
-	if code != 1 || !strings.Contains(errb, "service 1: entry #0 at offset 0") || !strings.Contains(errb, "invalidate-latest-snapshot") ||
+	if code != 1 || !strings.Contains(errb, "service 1: entry #0 at offset 0") || strings.Contains(errb, "invalidate-latest-snapshot") ||
+		!strings.Contains(errb, "holds the snapshots of 1 service(s), the plan was made for 2") || !strings.Contains(errb, "(--services 1)") ||
 		!strings.HasPrefix(out, "lastLeadershipTermId=0") {
 		t.Errorf("2 services: exit %d, stderr %q, stdout %q", code, errb, out)
 	}
@@ -453,24 +454,38 @@ func TestClusterSnapshotRefusals(t *testing.T) {
 	}
 	tn.close()
 
-	// A mark file not stamped as stopped, old, whose pid is a running
-	// process (pid 1 always is): live, unless --force.
+	// A fresh mark file whose pid is another running process (pid 1
+	// always is): live, unless --force.
 	mark := filepath.Join(dir, "cluster", cluster.MarkFileName)
-	b, err := os.ReadFile(mark)
-	if err != nil {
-		t.Fatal(err)
+	setMark := func(activity int64, pid int) {
+		t.Helper()
+		b, err := os.ReadFile(mark)
+		if err != nil {
+			t.Fatal(err)
+		}
+		binary.LittleEndian.PutUint64(b[16:], uint64(activity))
+		binary.LittleEndian.PutUint64(b[32:], uint64(pid))
+		if err := os.WriteFile(mark, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
-	binary.LittleEndian.PutUint64(b[16:], 1000) // activity, 1970
-	binary.LittleEndian.PutUint64(b[32:], 1)    // pid
-	if err := os.WriteFile(mark, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	setMark(time.Now().UnixMilli(), 1)
 	code, _, errb = runCLI(t, "cluster", "snapshot", "--dir", dir)
 	if code != 1 || !strings.Contains(errb, "its process 1 is running") {
 		t.Errorf("running pid: exit %d, stderr %q", code, errb)
 	}
 	if s := runSnapshotJSON(t, "--dir", dir, "--force"); len(s.RecordingIDs) != 2 {
 		t.Errorf("--force: %+v", s)
+	}
+	// An old activity timestamp of a running pid is no live node (Aeron's
+	// timeout), and neither is a fresh one of a process that is gone.
+	setMark(1000, 1)
+	if s := runSnapshotJSON(t, "--dir", dir); len(s.RecordingIDs) != 2 {
+		t.Errorf("old timestamp: %+v", s)
+	}
+	setMark(time.Now().UnixMilli(), deadPID(t))
+	if s := runSnapshotJSON(t, "--dir", dir); len(s.RecordingIDs) != 2 {
+		t.Errorf("fresh timestamp of a dead pid: %+v", s)
 	}
 
 	// Not a node directory: nothing is created.

@@ -135,7 +135,7 @@ type describeDoc struct {
 // time unit of its log's NewLeadershipTermEvent), ms in Aeron's (the
 // consensus module's default clusterTimeUnit).
 func clusterTimeUnit(d string) string {
-	if m, err := readClusterMark(d); err == nil && m.isMatchlog() {
+	if m, err := readClusterMark(d); err == nil && m.IsMatchlog() {
 		return "ns"
 	}
 	return "ms"

@@ -30,7 +30,7 @@ func init() {
 	verbs = []verb{
 		{"engine", "engine run", "replay commands (JSON lines) through the engine, write its events", runEngine},
 		{"difftest", "difftest", "run the B-tree engine and the model side by side on a seeded random stream", runDifftest},
-		{"cluster", "cluster <cmd>", "Aeron ClusterTool-style: recording-log, recovery-plan, snapshot, invalidate-latest-snapshot, describe", runCluster},
+		{"cluster", "cluster <cmd>", "Aeron ClusterTool-style: recording-log, recovery-plan, snapshot, invalidate-latest-snapshot, revalidate-snapshot, describe", runCluster},
 		{"archive", "archive <cmd>", "Aeron ArchiveTool-style: describe, verify, detach, delete, purge, replay", runArchive},
 		{"bench", "bench <what>", "measure: engine (mix, depth, heap, clone, restore), snapshot (take, restore), archive (recorder vs raw writes), cluster (client pause at a snapshot)", runBench},
 		{"node", "node", "run a node: TCP ingress/egress on 127.0.0.1, until SIGINT/SIGTERM", runNode},

@@ -1,0 +1,289 @@
+package cluster
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+
+	"github.com/matchlog/matchlog/internal/vfs"
+)
+
+// RunStopped is how an offline tool changes a stopped node directory as a
+// whole or not at all (`matchlog cluster snapshot`): it records the state
+// of every file in the directory's ClusterDirName and ArchiveDirName,
+// opens the node (Open: mark file, recovery, a new term), runs work on it,
+// closes it, and runs check (nil: none) on the closed directory. When any
+// step fails it puts the directory back as it found it — files created
+// since are removed, changed files get their bytes and lengths back — and
+// checks that it did; the error returned is the step's, joined with any
+// failure to put a file back (naming the file). So a failed command leaves
+// no half-added recording, TERM entry or log append behind.
+//
+// What is kept to put a file back: the bytes of every file up to
+// rollbackWholeFile, and of larger files (the log's preallocated segments)
+// which 1 MiB chunks hold only zeros: a node only writes into a large file
+// past the end of what it holds. A chunk of a large file that held data and
+// was changed anyway cannot be put back, and the error says so.
+//
+// Recording the state reads every file of the directory once (a cost in
+// proportion to its size, paid before Open). It refuses (before writing
+// anything) what Open refuses: a live node, a directory another program
+// wrote.
+func RunStopped(opts Options, work func(*Node) error, check func() error) error {
+	opts.defaults()
+	fsys := opts.FS
+	subs := []string{fsys.Join(opts.Dir, ClusterDirName), fsys.Join(opts.Dir, ArchiveDirName)}
+	before, err := captureDirs(fsys, subs)
+	if err != nil {
+		return fmt.Errorf("cluster: record the directory's state before changing it: %w", err)
+	}
+	runErr := func() error {
+		n, err := Open(opts)
+		if err != nil {
+			return err
+		}
+		err = work(n)
+		if cerr := n.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil && check != nil {
+			err = check()
+		}
+		return err
+	}()
+	if runErr == nil {
+		return nil
+	}
+	if rerr := before.restore(fsys); rerr != nil {
+		return errors.Join(runErr, fmt.Errorf("%w: %w", ErrNotRestored, rerr))
+	}
+	return runErr
+}
+
+// ErrNotRestored is wrapped by a RunStopped error when the directory could
+// not be put back as it was (the error names the files).
+var ErrNotRestored = errors.New("cluster: the directory could not be put back as it was")
+
+// rollbackWholeFile is the largest file RunStopped keeps whole.
+const rollbackWholeFile = 8 << 20
+
+// rollbackChunk is the unit in which RunStopped checks larger files.
+const rollbackChunk = 1 << 20
+
+// fileState is what RunStopped keeps of one file.
+type fileState struct {
+	size int64
+	data []byte   // the whole file, when size <= rollbackWholeFile
+	zero []bool   // per chunk of a larger file: only zeros
+	sums []uint64 // per chunk of a larger file: FNV-1a of its bytes
+}
+
+// dirState is the recorded state of the directories subs.
+type dirState struct {
+	dirs  []string
+	files map[string]*fileState // path -> state
+}
+
+func captureDirs(fsys vfs.FS, subs []string) (*dirState, error) {
+	s := &dirState{dirs: subs, files: map[string]*fileState{}}
+	for _, d := range subs {
+		names, err := fsys.List(d)
+		if errors.Is(err, vfs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, name := range names {
+			p := fsys.Join(d, name)
+			fs, err := captureFile(fsys, p)
+			if err != nil {
+				return nil, err
+			}
+			if fs != nil {
+				s.files[p] = fs
+			}
+		}
+	}
+	return s, nil
+}
+
+// captureFile records a file; nil for a directory.
+func captureFile(fsys vfs.FS, p string) (*fileState, error) {
+	size, err := fsys.Stat(p)
+	if err != nil {
+		if _, lerr := fsys.List(p); lerr == nil {
+			return nil, nil // a directory: not ours to track
+		}
+		return nil, err
+	}
+	st := &fileState{size: size}
+	err = readChunks(fsys, p, size, func(off int64, b []byte) {
+		if size <= rollbackWholeFile {
+			st.data = append(st.data, b...)
+			return
+		}
+		st.zero = append(st.zero, allZeroBytes(b))
+		st.sums = append(st.sums, sum64(b))
+	})
+	return st, err
+}
+
+// readChunks reads [0, size) of p in rollbackChunk pieces.
+func readChunks(fsys vfs.FS, p string, size int64, fn func(off int64, b []byte)) error {
+	f, err := fsys.Open(p)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	buf := make([]byte, rollbackChunk)
+	for off := int64(0); off < size; off += rollbackChunk {
+		b := buf[:min(int64(rollbackChunk), size-off)]
+		if n, err := f.ReadAt(b, off); n < len(b) {
+			if err == nil || errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return fmt.Errorf("read %s at %d: %w", p, off, err)
+		}
+		fn(off, b)
+	}
+	return nil
+}
+
+// restore puts the directories back: removes the files created since,
+// gives changed files their bytes and lengths back, and syncs; then it
+// checks the result.
+func (s *dirState) restore(fsys vfs.FS) error {
+	var errs []error
+	for _, d := range s.dirs {
+		names, err := fsys.List(d)
+		if err != nil {
+			continue
+		}
+		for _, name := range names {
+			p := fsys.Join(d, name)
+			if _, ok := s.files[p]; ok {
+				continue
+			}
+			if _, err := fsys.Stat(p); err != nil {
+				continue // a directory
+			}
+			if err := fsys.Remove(p); err != nil {
+				errs = append(errs, fmt.Errorf("remove %s: %w", p, err))
+			}
+		}
+	}
+	for p, st := range s.files {
+		if err := st.restore(fsys, p); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, d := range s.dirs {
+		if _, err := fsys.List(d); err == nil {
+			if err := fsys.SyncDir(d); err != nil {
+				errs = append(errs, fmt.Errorf("sync %s: %w", d, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (st *fileState) restore(fsys vfs.FS, p string) error {
+	size, err := fsys.Stat(p)
+	if err != nil {
+		return fmt.Errorf("%s: %w (it was %d bytes)", p, err, st.size)
+	}
+	if st.data != nil || st.size == 0 {
+		if size == st.size {
+			same := true
+			off := int64(0)
+			if err := readChunks(fsys, p, size, func(_ int64, b []byte) {
+				same = same && bytes.Equal(b, st.data[off:off+int64(len(b))])
+				off += int64(len(b))
+			}); err != nil {
+				return err
+			}
+			if same {
+				return nil
+			}
+		}
+		return rewrite(fsys, p, func(f vfs.File) error {
+			if err := f.Truncate(st.size); err != nil {
+				return err
+			}
+			_, err := f.WriteAt(st.data, 0)
+			return err
+		})
+	}
+	// A large file: lengths back, zero chunks zeroed again, data chunks
+	// checked.
+	var bad []int64
+	var zeroAt []int64
+	i := 0
+	if err := readChunks(fsys, p, min(size, st.size), func(off int64, b []byte) {
+		if sum64(b) != st.sums[i] {
+			if st.zero[i] {
+				zeroAt = append(zeroAt, off)
+			} else {
+				bad = append(bad, off)
+			}
+		}
+		i++
+	}); err != nil {
+		return err
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("%s: data at offsets %v changed and was not kept", p, bad)
+	}
+	if size == st.size && len(zeroAt) == 0 {
+		return nil
+	}
+	return rewrite(fsys, p, func(f vfs.File) error {
+		if err := f.Truncate(st.size); err != nil {
+			return err
+		}
+		z := make([]byte, rollbackChunk)
+		for _, off := range zeroAt {
+			if _, err := f.WriteAt(z[:min(int64(rollbackChunk), st.size-off)], off); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// rewrite opens p for writing, runs fn and syncs.
+func rewrite(fsys vfs.FS, p string, fn func(vfs.File) error) error {
+	f, err := fsys.OpenRW(p)
+	if err != nil {
+		return fmt.Errorf("%s: %w", p, err)
+	}
+	err = fn(f)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", p, err)
+	}
+	return nil
+}
+
+func allZeroBytes(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func sum64(b []byte) uint64 {
+	h := fnv.New64a()
+	h.Write(b)
+	return h.Sum64()
+}
