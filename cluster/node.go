@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -117,6 +118,20 @@ type Options struct {
 	// (default DefaultMarkFileTimeout). A running node refreshes its
 	// activity timestamp about once a second (MarkFileUpdateInterval).
 	MarkFileTimeout time.Duration
+	// Logger receives one record per lifecycle event (open, recovery
+	// plan, snapshot start and end, failure, close) with the positions in
+	// attributes; see logging.go. Nil discards them.
+	Logger *slog.Logger
+	// DutyCycle, if set, observes how long each DoWork that did work
+	// took, in seconds (a prometheus.Histogram is one). It is called on
+	// the goroutine that runs DoWork and must neither block nor allocate.
+	DutyCycle Observer
+}
+
+// Observer receives measurements (Options.DutyCycle).
+// prometheus.Histogram implements it.
+type Observer interface {
+	Observe(v float64)
 }
 
 // DefaultSnapshotNice is Options.SnapshotNice's default.
@@ -171,6 +186,17 @@ type Stats struct {
 	// ResetMaxima; MaxLogRecordAt when that was.
 	MaxLogRecord   time.Duration
 	MaxLogRecordAt time.Time
+	// SnapshotPosition is the log position S of the latest snapshot set
+	// (taken by this node or loaded at Open), -1 when there is none.
+	SnapshotPosition int64
+	// ArchiveStart is the start position A of the log recording in the
+	// catalog: the earliest log position still on disk.
+	ArchiveStart int64
+	// LastSnapshotBytes is the length of the last snapshot set's
+	// recordings; SnapshotInProgress is true while a snapshot is being
+	// written.
+	LastSnapshotBytes  int64
+	SnapshotInProgress bool
 }
 
 // ResetMaxima restarts Stats.MaxLogRecord. Call it from the goroutine
@@ -337,6 +363,9 @@ func (o *Options) defaults() {
 	if o.MarkFileTimeout <= 0 {
 		o.MarkFileTimeout = DefaultMarkFileTimeout
 	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
 }
 
 // snapshotTermLength is the term length of a service snapshot's
@@ -385,8 +414,10 @@ func Open(opts Options) (*Node, error) {
 			stampMarkFile(n.mark, -1) // this node does not run after all
 		}
 		n.closeFiles(true)
+		n.logOpenFailed(err)
 		return nil, err
 	}
+	n.logOpen()
 	return n, nil
 }
 
@@ -521,6 +552,14 @@ func (n *Node) Stats() Stats {
 	if n.pub != nil {
 		s.LogPosition = n.pub.Position()
 	}
+	s.SnapshotPosition = -1
+	if n.lastSnapPos > 0 {
+		s.SnapshotPosition = n.lastSnapPos
+	}
+	if n.rec != nil {
+		s.ArchiveStart = n.rec.desc.StartPosition
+	}
+	s.SnapshotInProgress = n.job != nil
 	return s
 }
 
@@ -554,7 +593,14 @@ func (n *Node) DoWork() (int, error) {
 	if n.closed {
 		return 0, ErrClosed
 	}
+	var t0 time.Time
+	if n.opts.DutyCycle != nil {
+		t0 = time.Now()
+	}
 	work, err := n.doWork()
+	if n.opts.DutyCycle != nil && work > 0 {
+		n.opts.DutyCycle.Observe(time.Since(t0).Seconds())
+	}
 	if err != nil {
 		n.fail(err)
 		return work, err
@@ -565,6 +611,7 @@ func (n *Node) DoWork() (int, error) {
 func (n *Node) fail(err error) {
 	if n.failed == nil {
 		n.failed = err
+		n.logFailed(err)
 	}
 }
 
@@ -857,7 +904,9 @@ func (n *Node) Close() error {
 	n.mu.Lock()
 	n.closed = true
 	n.mu.Unlock()
-	return errors.Join(err, n.closeFiles(n.failed != nil || err != nil))
+	err = errors.Join(err, n.closeFiles(n.failed != nil || err != nil))
+	n.logClose(err)
+	return err
 }
 
 // closeFiles closes recording.log, the mark file and, unless abandon, the

@@ -83,6 +83,7 @@ func (n *Node) open() error {
 	if err := plan.Err(); err != nil {
 		return fmt.Errorf("cluster: cannot start from the latest snapshot set: %w (`matchlog cluster invalidate-latest-snapshot --dir %s`, recordinglog.Log.InvalidateLatestSnapshot)", err, n.opts.Dir)
 	}
+	n.logPlan(plan)
 	if err := n.recover(plan); err != nil {
 		return err
 	}
