@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/matchlog/matchlog/cluster/enginesvc"
+	"github.com/matchlog/matchlog/engine"
 	"github.com/matchlog/matchlog/internal/vfs"
 	"github.com/matchlog/matchlog/sbe/wiresbe"
 )
@@ -187,5 +188,39 @@ func TestLifecycleLog(t *testing.T) {
 	}
 	if _, open := find(recs, i, "open", "term", 1, "snapshot_position", S, "replayed_bytes", P-S); open == nil || num(t, open, "replayed_entries") < 1 {
 		t.Fatalf("restart: no open record with the replay: %v", recs)
+	}
+}
+
+// TestEngineStatsLiveOnly: EngineStats counts the commands of this run,
+// not those the restart replays from the log.
+func TestEngineStatsLiveOnly(t *testing.T) {
+	opts := baseOptions(vfs.Default, t.TempDir())
+	ts := startServer(t, opts)
+	a := dialRaw(t, ts.srv.Addr().String())
+	a.connect(1)
+	a.answer(a.cmd(limitCmd(9, 1, 1, 10, 1))) // unknown instrument
+	a.answer(a.cmd(defineCmd(1)))
+	a.seq--
+	a.answer(a.cmd(defineCmd(1))) // the same seq again: Duplicate
+	st, err := ts.srv.EngineStats(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Rejected) != 1 || st.Rejected[engine.RejUnknownInstrument] != 1 || st.Duplicates != 1 || st.Undecodable != 0 {
+		t.Fatalf("first run: %+v", st)
+	}
+	if err := ts.stop(); err != nil {
+		t.Fatal(err)
+	}
+	ts2 := startServer(t, opts)
+	if n, err := ts2.srv.NodeStats(context.Background()); err != nil || n.Replayed < 3 {
+		t.Fatalf("restart replayed %d entries (%v)", n.Replayed, err)
+	}
+	st, err = ts2.srv.EngineStats(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Rejected) != 0 || st.Duplicates != 0 {
+		t.Fatalf("after the restart's replay: %+v, want nothing counted", st)
 	}
 }
