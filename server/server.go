@@ -44,6 +44,16 @@
 // connection's write queue, bounded by Options.WriteQueueBytes: a client
 // that does not read fast enough is closed (code SlowConsumer), the duty
 // cycle never blocks on a connection.
+//
+// # Logs and metrics
+//
+// Options.Logger (log/slog; nil logs nothing) gets one record per
+// lifecycle event — serving, session open and close, a refused connection
+// or command, shutdown — and, unless Node.Logger is set, the node's own
+// (open, recovery plan, snapshot start and end, failure, close); see
+// logging.go here and in package cluster. Stats (any goroutine),
+// NodeStats and EngineStats (read on the duty cycle) are what package
+// server/metrics turns into Prometheus metrics at scrape time.
 package server
 
 import (
