@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -344,5 +345,36 @@ func TestNotAttached(t *testing.T) {
 	}
 	if _, ok := names["go_goroutines"]; ok {
 		t.Fatal("runtime metrics without Options.Runtime")
+	}
+}
+
+// TestNamesLint: every metric passes promlint, the client library's check
+// of the naming conventions (units, _total on counters, base units).
+func TestNamesLint(t *testing.T) {
+	m := metrics.New(metrics.Options{})
+	opts := server.Options{Addr: "127.0.0.1:0", Node: cluster.Options{FS: vfs.NewMem(), Dir: "node", TermLength: 64 * 1024, SegmentLength: 256 * 1024}}
+	m.Instrument(&opts)
+	srv, err := server.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Attach(srv)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx) }()
+	defer func() { cancel(); <-done }()
+	mfs, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(mfs) < 30 {
+		t.Fatalf("%d metric families", len(mfs))
+	}
+	problems, err := promlint.NewWithMetricFamilies(mfs).Lint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("%s: %s", p.Metric, p.Text)
 	}
 }
