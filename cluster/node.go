@@ -108,6 +108,14 @@ type Options struct {
 	// MaxBatch bounds the ingress messages sequenced per DoWork
 	// (default 1024).
 	MaxBatch int
+	// Logger receives one record per lifecycle event (open, recovery
+	// plan, snapshot start and end, failure, close) with the positions in
+	// attributes; see logging.go. Nil discards them.
+	Logger *slog.Logger
+	// DutyCycle, if set, observes how long each DoWork that did work
+	// took, in seconds (a prometheus.Histogram is one). It is called on
+	// the goroutine that runs DoWork and must neither block nor allocate.
+	DutyCycle Observer
 	// EpochClock returns the wall-clock time in epoch ms for the activity
 	// timestamp of cluster-mark.dat, as Aeron's epoch clock
 	// (time.Now().UnixMilli if nil). Mark-file liveness is real time even
@@ -118,14 +126,6 @@ type Options struct {
 	// (default DefaultMarkFileTimeout). A running node refreshes its
 	// activity timestamp about once a second (MarkFileUpdateInterval).
 	MarkFileTimeout time.Duration
-	// Logger receives one record per lifecycle event (open, recovery
-	// plan, snapshot start and end, failure, close) with the positions in
-	// attributes; see logging.go. Nil discards them.
-	Logger *slog.Logger
-	// DutyCycle, if set, observes how long each DoWork that did work
-	// took, in seconds (a prometheus.Histogram is one). It is called on
-	// the goroutine that runs DoWork and must neither block nor allocate.
-	DutyCycle Observer
 }
 
 // Observer receives measurements (Options.DutyCycle).
@@ -161,6 +161,17 @@ type Stats struct {
 	LogPosition   int64 // appended log position
 	DurableLog    int64 // durable log position
 	SnapshotBytes int64 // bytes of completed snapshot recordings
+	// SnapshotPosition is the log position S of the latest snapshot set
+	// (taken by this node or loaded at Open), -1 when there is none.
+	SnapshotPosition int64
+	// ArchiveStart is the start position A of the log recording in the
+	// catalog: the earliest log position still on disk.
+	ArchiveStart int64
+	// LastSnapshotBytes is the length of the last snapshot set's
+	// recordings; SnapshotInProgress is true while a snapshot is being
+	// written.
+	LastSnapshotBytes  int64
+	SnapshotInProgress bool
 	// LastSnapshotWrite is how long the last snapshot set took to write
 	// (on the snapshot goroutine when pauseless).
 	LastSnapshotWrite time.Duration
@@ -186,17 +197,6 @@ type Stats struct {
 	// ResetMaxima; MaxLogRecordAt when that was.
 	MaxLogRecord   time.Duration
 	MaxLogRecordAt time.Time
-	// SnapshotPosition is the log position S of the latest snapshot set
-	// (taken by this node or loaded at Open), -1 when there is none.
-	SnapshotPosition int64
-	// ArchiveStart is the start position A of the log recording in the
-	// catalog: the earliest log position still on disk.
-	ArchiveStart int64
-	// LastSnapshotBytes is the length of the last snapshot set's
-	// recordings; SnapshotInProgress is true while a snapshot is being
-	// written.
-	LastSnapshotBytes  int64
-	SnapshotInProgress bool
 }
 
 // ResetMaxima restarts Stats.MaxLogRecord. Call it from the goroutine
@@ -593,14 +593,7 @@ func (n *Node) DoWork() (int, error) {
 	if n.closed {
 		return 0, ErrClosed
 	}
-	var t0 time.Time
-	if n.opts.DutyCycle != nil {
-		t0 = time.Now()
-	}
 	work, err := n.doWork()
-	if n.opts.DutyCycle != nil && work > 0 {
-		n.opts.DutyCycle.Observe(time.Since(t0).Seconds())
-	}
 	if err != nil {
 		n.fail(err)
 		return work, err
@@ -616,6 +609,10 @@ func (n *Node) fail(err error) {
 }
 
 func (n *Node) doWork() (int, error) {
+	var t0 time.Time
+	if n.opts.DutyCycle != nil {
+		t0 = time.Now()
+	}
 	if now := n.opts.EpochClock(); now-n.markMs >= MarkFileUpdateInterval.Milliseconds() || now < n.markMs {
 		// One positional write, no sync: liveness, not durability.
 		if err := stampMarkFile(n.mark, now); err != nil {
@@ -638,7 +635,11 @@ func (n *Node) doWork() (int, error) {
 		return work, err
 	}
 	// Work is what was sequenced, recorded, released or completed.
-	return work + int(n.stats.Snapshots+n.stats.Released+n.rec.blocks-before), nil
+	work += int(n.stats.Snapshots + n.stats.Released + n.rec.blocks - before)
+	if n.opts.DutyCycle != nil && work > 0 {
+		n.opts.DutyCycle.Observe(time.Since(t0).Seconds())
+	}
+	return work, nil
 }
 
 // Pending is how many ingress messages wait to be sequenced plus how many

@@ -254,17 +254,6 @@ func (h hooked) OnSessionOpen(sess *cluster.ClientSession, ts int64) error {
 	return nil
 }
 
-// OnSessionClose implements cluster.Service.
-func (h hooked) OnSessionClose(sess *cluster.ClientSession, ts int64, r cluster.CloseReason) error {
-	if err := h.Service.OnSessionClose(sess, ts, r); err != nil {
-		return err
-	}
-	if f := h.s.opts.OnSessionClose; f != nil {
-		f(sess.ID, r)
-	}
-	return nil
-}
-
 // OnRoleChange implements cluster.Service. The node calls it once it has
 // replayed its log at start: the engine's counters are taken as the
 // baseline of EngineStats.
@@ -273,6 +262,17 @@ func (h hooked) OnRoleChange(r cluster.Role) error {
 		return err
 	}
 	h.s.baseRejected, h.s.baseDuplicates, h.s.baseSkipped = h.Service.Rejected, h.Service.Duplicates, h.Service.Skipped
+	return nil
+}
+
+// OnSessionClose implements cluster.Service.
+func (h hooked) OnSessionClose(sess *cluster.ClientSession, ts int64, r cluster.CloseReason) error {
+	if err := h.Service.OnSessionClose(sess, ts, r); err != nil {
+		return err
+	}
+	if f := h.s.opts.OnSessionClose; f != nil {
+		f(sess.ID, r)
+	}
 	return nil
 }
 

@@ -44,8 +44,7 @@ type nodeConfig struct {
 // parseNodeFlags parses and checks `matchlog node`'s flags into server
 // options; the logger it sets writes to stderr.
 func parseNodeFlags(args []string, stderr io.Writer) (nodeConfig, error) {
-	f := nodeFlags{listen: server.DefaultAddr, sync: 1, mode: "pauseless", sessionTimeout: server.DefaultSessionTimeout,
-		logFormat: "text", logLevel: "info"}
+	f := nodeFlags{listen: server.DefaultAddr, sync: 1, mode: "pauseless", sessionTimeout: server.DefaultSessionTimeout}
 	fs := flag.NewFlagSet("node", flag.ContinueOnError)
 	fs.StringVar(&f.dir, "dir", "", "node directory holding cluster/ and archive/ (required; created on a first start)")
 	fs.StringVar(&f.listen, "listen", f.listen, "TCP listen address, a loopback host (port 0: any free port)")
@@ -55,8 +54,8 @@ func parseNodeFlags(args []string, stderr io.Writer) (nodeConfig, error) {
 	fs.BoolVar(&f.onExit, "snapshot-on-exit", false, "take a snapshot before exiting on SIGINT/SIGTERM")
 	fs.DurationVar(&f.sessionTimeout, "session-timeout", f.sessionTimeout, "close a session whose client sent nothing for this long")
 	fs.StringVar(&f.metrics, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics, a loopback host (port 0: any free port; default: none)")
-	fs.StringVar(&f.logFormat, "log-format", f.logFormat, "lifecycle log on stderr: text or json")
-	fs.StringVar(&f.logLevel, "log-level", f.logLevel, "lowest level logged: debug, info, warn or error")
+	fs.StringVar(&f.logFormat, "log-format", "text", "lifecycle log on stderr: text or json")
+	fs.StringVar(&f.logLevel, "log-level", "info", "lowest level logged: debug, info, warn or error")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), "usage: matchlog node --dir D [--listen ADDR] [flags]\n\n"+
 			"Runs a node with the matching engine, serving clients over TCP until SIGINT or\n"+
