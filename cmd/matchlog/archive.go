@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"flag"
@@ -8,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -18,9 +20,11 @@ import (
 
 const archiveUsage = `usage: matchlog archive <command> --dir D [flags]
 
-Commands, over an archive directory D (holding archive.catalog):
-  describe  every recording: state, positions, segment files and their sizes,
-            files pending deletion (*.deleted) and unknown segment files
+Commands, over the archive of a node directory D (D/archive/archive.catalog), or
+over an archive directory itself (holding archive.catalog), as Aeron's
+ArchiveTool takes it:
+  describe  every recording (or --id N): state, positions, segment files and
+            their sizes, files pending deletion (*.deleted) and unknown segment files
   verify    ArchiveTool verify: [--all] scan every segment, [--truncate] cut a
             torn tail and fix the stop position, [--mark-invalid], [--id N];
             exit 1 when a recording is not OK
@@ -38,7 +42,9 @@ detach, delete and purge refuse a directory whose archive-mark.dat shows a
 live archive; they open the archive as a restart would (a fresh mark file,
 recordings left active by a crash settled).
 
-Run 'matchlog archive <command> -h' for its flags.
+Ids (--id) are recording ids of the catalog: a negative id, or one the catalog
+does not hold, is an error. Every command takes --json: one JSON object instead
+of text; its fields are listed by 'matchlog help archive <command>'.
 `
 
 // archiveFlags are the flags of every archive command; each command
@@ -62,7 +68,7 @@ var archiveCommands = map[string]struct {
 	flags []string
 	run   func(f *archiveFlags, stdout io.Writer) error
 }{
-	"describe": {nil, archiveDescribe},
+	"describe": {[]string{"id"}, archiveDescribe},
 	"verify":   {[]string{"all", "truncate", "mark-invalid", "id"}, archiveVerify},
 	"detach":   {[]string{"id", "position"}, archiveDetach},
 	"delete":   {[]string{"id", "now", "delay"}, archiveDelete},
@@ -70,30 +76,35 @@ var archiveCommands = map[string]struct {
 	"replay":   {[]string{"id", "from", "to"}, archiveReplay},
 }
 
+// archiveJSONDocs are the JSON documents of the commands, for their help.
+var archiveJSONDocs = map[string]any{
+	"describe": archiveDescribeJSON{},
+	"verify":   verifyReportJSON{},
+	"detach":   removalJSON{},
+	"delete":   removalJSON{},
+	"purge":    removalJSON{},
+	"replay":   replayCounts{},
+}
+
 // runArchive dispatches `matchlog archive <command>`.
 func runArchive(args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, archiveUsage)
-		return errUsage
-	}
-	name := args[0]
-	cmd, ok := archiveCommands[name]
+	name, ok, err := subcommand("archive", args, func(n string) bool { _, ok := archiveCommands[n]; return ok }, archiveUsage, stderr)
 	if !ok {
-		fmt.Fprint(stderr, archiveUsage)
-		if name == "-h" || name == "-help" || name == "--help" {
-			return flag.ErrHelp
-		}
-		fmt.Fprintf(stderr, "\narchive: unknown command %q\n", name)
-		return errUsage
+		return err
 	}
+	cmd := archiveCommands[name]
 	f := &archiveFlags{id: -1, position: -1, from: -1, to: -1}
 	fs := flag.NewFlagSet("archive "+name, flag.ContinueOnError)
-	fs.StringVar(&f.dir, "dir", "", "archive directory (required)")
-	fs.BoolVar(&f.jsonOut, "json", false, "print JSON instead of text")
+	fs.StringVar(&f.dir, "dir", "", "node directory holding archive/, or the archive directory itself (required)")
+	fs.BoolVar(&f.jsonOut, "json", false, "print one JSON object instead of text")
 	for _, fl := range cmd.flags {
 		switch fl {
 		case "id":
-			fs.Int64Var(&f.id, "id", -1, "recording id")
+			help := "recording id (required)"
+			if name == "verify" || name == "describe" {
+				help = "recording id (default: every recording)"
+			}
+			fs.Int64Var(&f.id, "id", -1, help)
 		case "position":
 			fs.Int64Var(&f.position, "position", -1, "new start position: a segment boundary (required)")
 		case "from":
@@ -112,13 +123,11 @@ func runArchive(args []string, stdout, stderr io.Writer) error {
 			fs.DurationVar(&f.delay, "delay", archive.DefaultDeleteDelay, "delay before unlinking; 0 unlinks at once")
 		}
 	}
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: matchlog archive %s --dir D [flags]\n\n", name)
-		fs.PrintDefaults()
-	}
+	fs.Usage = usageWithJSON(fs, fmt.Sprintf("usage: matchlog archive %s --dir D [flags]\n\n", name), archiveJSONDocs[name])
 	if err := parseFlags(fs, args[1:], stderr); err != nil {
 		return err
 	}
+	idGiven := flagGiven(fs, "id")
 	bad := func(msg string) error {
 		fmt.Fprintf(stderr, "archive %s: %s\n", name, msg)
 		fs.Usage()
@@ -127,53 +136,121 @@ func runArchive(args []string, stdout, stderr io.Writer) error {
 	switch {
 	case f.dir == "":
 		return bad("--dir is required")
-	case name != "describe" && name != "verify" && f.id < 0:
-		return bad("--id is required")
+	case badID(f.id, idGiven, name != "describe" && name != "verify") != "":
+		return bad(badID(f.id, idGiven, name != "describe" && name != "verify"))
 	case (name == "detach" || name == "purge") && f.position < 0:
-		return bad("--position is required")
+		return bad("--position is required (a segment boundary, not negative)")
+	case flagGiven(fs, "from") && f.from < 0, flagGiven(fs, "to") && f.to < 0:
+		return bad("--from and --to must not be negative")
 	case f.delay < 0:
 		return bad("--delay must not be negative")
+	}
+	if f.dir, err = resolveDir(f.dir, "archive", archive.CatalogFileName); err != nil {
+		return err
+	}
+	if idGiven {
+		if err := checkRecordingID(f.dir, f.id); err != nil {
+			return err
+		}
 	}
 	return cmd.run(f, stdout)
 }
 
+// checkRecordingID fails when the catalog in dir has no recording id,
+// naming the ids it has.
+func checkRecordingID(dir string, id int64) error {
+	cat, err := archive.OpenCatalogFile(vfs.Default, dir, archive.CatalogOptions{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	defer cat.Close()
+	if _, err := cat.Descriptor(id); err == nil {
+		return nil
+	}
+	desc, err := archive.Describe(vfs.Default, dir)
+	if err != nil {
+		return err
+	}
+	var ids []string
+	for _, r := range desc.Recordings {
+		ids = append(ids, fmt.Sprint(r.Descriptor.RecordingID))
+	}
+	have := "none"
+	if len(ids) > 0 {
+		have = strings.Join(ids, ", ")
+	}
+	return fmt.Errorf("recording %d is not in the catalog of %s (recordings: %s)", id, dir, have)
+}
+
 // describeJSON is one recording of `archive describe --json`.
 type describeJSON struct {
-	RecordingID       int64         `json:"recordingId"`
-	State             string        `json:"state"`
-	CatalogOffset     int64         `json:"catalogOffset"`
-	StartPosition     int64         `json:"startPosition"`
-	StopPosition      int64         `json:"stopPosition"`
-	StartTimestamp    int64         `json:"startTimestamp"`
-	StopTimestamp     int64         `json:"stopTimestamp"`
-	InitialTermID     int32         `json:"initialTermId"`
-	SegmentFileLength int32         `json:"segmentFileLength"`
-	TermBufferLength  int32         `json:"termBufferLength"`
-	MTULength         int32         `json:"mtuLength"`
-	SessionID         int32         `json:"sessionId"`
-	StreamID          int32         `json:"streamId"`
-	StrippedChannel   string        `json:"strippedChannel"`
-	OriginalChannel   string        `json:"originalChannel"`
-	SourceIdentity    string        `json:"sourceIdentity"`
-	Segments          []segmentJSON `json:"segments"`
-	SegmentBytes      int64         `json:"segmentBytes"`
-	Deleted           []segmentJSON `json:"deleted"`
+	RecordingID       int64             `json:"recording_id"`
+	State             string            `json:"state" doc:"VALID, INVALID or DELETED"`
+	CatalogOffset     int64             `json:"catalog_offset" doc:"byte offset of the descriptor in archive.catalog"`
+	StartPosition     int64             `json:"start_position"`
+	StopPosition      int64             `json:"stop_position" doc:"-1 while recording"`
+	StartTimestamp    int64             `json:"start_timestamp_ms" doc:"epoch ms"`
+	StopTimestamp     int64             `json:"stop_timestamp_ms" doc:"epoch ms, -1 while recording"`
+	InitialTermID     int32             `json:"initial_term_id"`
+	SegmentFileLength int32             `json:"segment_file_length"`
+	TermBufferLength  int32             `json:"term_buffer_length"`
+	MTULength         int32             `json:"mtu_length"`
+	SessionID         int32             `json:"session_id"`
+	StreamID          int32             `json:"stream_id"`
+	StrippedChannel   string            `json:"stripped_channel"`
+	OriginalChannel   string            `json:"original_channel"`
+	SourceIdentity    string            `json:"source_identity"`
+	Segments          []segmentFileJSON `json:"segments" doc:"segment files, by base position"`
+	SegmentBytes      int64             `json:"segment_bytes" doc:"their total size"`
+	Deleted           []segmentFileJSON `json:"deleted" doc:"files renamed to *.deleted, waiting to be unlinked"`
 }
 
-type segmentJSON struct {
+// segmentFileJSON is a segment file, everywhere a JSON output lists one.
+type segmentFileJSON struct {
+	Name string `json:"name" doc:"<recordingId>-<basePosition>.rec"`
+	Base int64  `json:"base_position" doc:"the log position of the segment's first byte"`
+	Size int64  `json:"size_bytes"`
+}
+
+// segmentRefJSON is a segment named by a report (it may not exist).
+type segmentRefJSON struct {
 	Name string `json:"name"`
-	Base int64  `json:"base"`
-	Size int64  `json:"size"`
+	Base int64  `json:"base_position" doc:"-1 if the name does not parse"`
 }
 
-func segmentsJSON(files []archive.SegmentFile) ([]segmentJSON, int64) {
-	out := []segmentJSON{}
+func segmentsJSON(files []archive.SegmentFile) ([]segmentFileJSON, int64) {
+	out := []segmentFileJSON{}
 	var total int64
 	for _, s := range files {
-		out = append(out, segmentJSON{s.Name, s.Base, s.Size})
+		out = append(out, segmentFileJSON{s.Name, s.Base, s.Size})
 		total += s.Size
 	}
 	return out, total
+}
+
+func segmentRefs(names []string) []segmentRefJSON {
+	out := []segmentRefJSON{}
+	for _, n := range names {
+		_, base, err := archive.ParseSegmentFileName(strings.TrimSuffix(n, archive.DeletedSuffix))
+		if err != nil {
+			base = -1
+		}
+		out = append(out, segmentRefJSON{n, base})
+	}
+	return out
+}
+
+// archiveDescribeJSON is `archive describe --json`.
+type archiveDescribeJSON struct {
+	Dir             string         `json:"dir" doc:"the archive directory"`
+	CatalogVersion  string         `json:"catalog_version"`
+	Alignment       int            `json:"alignment"`
+	Capacity        int64          `json:"capacity_bytes"`
+	NextRecordingID int64          `json:"next_recording_id"`
+	Mark            *markJSON      `json:"mark" doc:"archive-mark.dat; null if missing or unreadable"`
+	MarkError       string         `json:"mark_error,omitempty"`
+	Recordings      []describeJSON `json:"recordings"`
+	UnknownSegments []string       `json:"unknown_files" doc:"*.rec files that belong to no recording"`
 }
 
 func archiveDescribe(f *archiveFlags, stdout io.Writer) error {
@@ -193,6 +270,9 @@ func archiveDescribe(f *archiveFlags, stdout io.Writer) error {
 	recs := []describeJSON{}
 	for _, r := range desc.Recordings {
 		d := r.Descriptor
+		if f.id >= 0 && d.RecordingID != f.id {
+			continue
+		}
 		j := describeJSON{
 			RecordingID: d.RecordingID, State: r.State.String(), CatalogOffset: r.Offset,
 			StartPosition: d.StartPosition, StopPosition: d.StopPosition,
@@ -206,17 +286,7 @@ func archiveDescribe(f *archiveFlags, stdout io.Writer) error {
 		recs = append(recs, j)
 	}
 	if f.jsonOut {
-		out := struct {
-			Dir             string         `json:"dir"`
-			CatalogVersion  string         `json:"catalogVersion"`
-			Alignment       int            `json:"alignment"`
-			Capacity        int64          `json:"capacity"`
-			NextRecordingID int64          `json:"nextRecordingId"`
-			Mark            *markJSON      `json:"mark"`
-			MarkError       string         `json:"markError,omitempty"`
-			Recordings      []describeJSON `json:"recordings"`
-			UnknownSegments []string       `json:"unknownSegments"`
-		}{f.dir, versionText(desc.CatalogVersion), desc.CatalogAlignment, desc.CatalogCapacity, desc.NextRecordingID,
+		out := archiveDescribeJSON{f.dir, versionText(desc.CatalogVersion), desc.CatalogAlignment, desc.CatalogCapacity, desc.NextRecordingID,
 			markInfo(desc.Mark), errText(desc.MarkErr), recs, append([]string{}, desc.UnknownSegments...)}
 		return writeJSON(stdout, out)
 	}
@@ -259,12 +329,12 @@ func archiveDescribe(f *archiveFlags, stdout io.Writer) error {
 
 type markJSON struct {
 	Version           string `json:"version"`
-	ActivityTimestamp int64  `json:"activityTimestamp"`
-	StartTimestamp    int64  `json:"startTimestamp"`
+	ActivityTimestamp int64  `json:"activity_timestamp_ms" doc:"epoch ms; -1: stopped cleanly"`
+	StartTimestamp    int64  `json:"start_timestamp_ms" doc:"epoch ms"`
 	PID               int64  `json:"pid"`
-	ErrorBufferLength int32  `json:"errorBufferLength"`
-	ArchiveID         int64  `json:"archiveId"`
-	AeronDirectory    string `json:"aeronDirectory"`
+	ErrorBufferLength int32  `json:"error_buffer_length"`
+	ArchiveID         int64  `json:"archive_id"`
+	AeronDirectory    string `json:"aeron_directory"`
 }
 
 func markInfo(m *archive.MarkFile) *markJSON {
@@ -285,19 +355,26 @@ func errText(err error) string {
 
 // verifyJSON is one recording of `archive verify --json`.
 type verifyJSON struct {
-	RecordingID     int64    `json:"recordingId"`
-	State           string   `json:"state"`
-	Status          string   `json:"status"`
-	Problems        []string `json:"problems"`
-	StoredStop      int64    `json:"storedStop"`
-	ComputedStop    int64    `json:"computedStop"`
-	LastSegment     string   `json:"lastSegment"`
-	Truncated       bool     `json:"truncated"`
-	TruncatedAt     int64    `json:"truncatedAt,omitempty"`
-	StopUpdated     bool     `json:"stopUpdated"`
-	MarkedInvalid   bool     `json:"markedInvalid"`
-	OrphanSegments  []string `json:"orphanSegments"`
-	MissingSegments []string `json:"missingSegments"`
+	RecordingID     int64            `json:"recording_id"`
+	State           string           `json:"state" doc:"the catalog state (after the verify)"`
+	Status          string           `json:"status" doc:"OK or what is wrong"`
+	Problems        []string         `json:"problems" doc:"every finding in words"`
+	StoredStop      int64            `json:"stored_stop_position" doc:"the catalog's stop position"`
+	ComputedStop    int64            `json:"computed_stop_position" doc:"the stop position the segment files show"`
+	LastSegment     string           `json:"last_segment" doc:"the file scanned last"`
+	Truncated       bool             `json:"truncated" doc:"--truncate cut a torn tail"`
+	TruncatedAt     int64            `json:"truncated_at,omitempty" doc:"file offset in last_segment"`
+	StopUpdated     bool             `json:"stop_updated"`
+	MarkedInvalid   bool             `json:"marked_invalid"`
+	OrphanSegments  []segmentRefJSON `json:"orphan_segments" doc:"files outside the recording's range"`
+	MissingSegments []segmentRefJSON `json:"missing_segments" doc:"segments inside the range with no file"`
+}
+
+// verifyReportJSON is `archive verify --json`.
+type verifyReportJSON struct {
+	OK              bool         `json:"ok" doc:"false: exit 1"`
+	Recordings      []verifyJSON `json:"recordings"`
+	UnknownSegments []string     `json:"unknown_files" doc:"*.rec files that belong to no recording"`
 }
 
 func archiveVerify(f *archiveFlags, stdout io.Writer) error {
@@ -319,13 +396,9 @@ func archiveVerify(f *archiveFlags, stdout io.Writer) error {
 		for _, r := range rep.Recordings {
 			recs = append(recs, verifyJSON{r.RecordingID, r.State.String(), r.Status.String(), append([]string{}, r.Problems...),
 				r.StoredStop, r.ComputedStop, r.LastSegment, r.Truncated, r.TruncatedAt, r.StopUpdated, r.MarkedInvalid,
-				append([]string{}, r.OrphanSegments...), append([]string{}, r.MissingSegments...)})
+				segmentRefs(r.OrphanSegments), segmentRefs(r.MissingSegments)})
 		}
-		err = writeJSON(stdout, struct {
-			OK              bool         `json:"ok"`
-			Recordings      []verifyJSON `json:"recordings"`
-			UnknownSegments []string     `json:"unknownSegments"`
-		}{rep.OK(), recs, append([]string{}, rep.UnknownSegments...)})
+		err = writeJSON(stdout, verifyReportJSON{rep.OK(), recs, append([]string{}, rep.UnknownSegments...)})
 	} else {
 		var b strings.Builder
 		for _, r := range rep.Recordings {
@@ -402,12 +475,12 @@ func openArchive(f *archiveFlags) (*archive.Archive, error) {
 
 // removalJSON is the output of detach, delete and purge.
 type removalJSON struct {
-	RecordingID int64    `json:"recordingId"`
-	OldStart    int64    `json:"oldStartPosition"`
-	NewStart    int64    `json:"startPosition"`
-	Renamed     int      `json:"renamed"`
-	Unlinked    int      `json:"unlinked"`
-	Pending     []string `json:"pendingDeletion"`
+	RecordingID int64            `json:"recording_id"`
+	OldStart    int64            `json:"old_start_position"`
+	NewStart    int64            `json:"start_position"`
+	Renamed     int              `json:"renamed" doc:"segment files renamed to *.deleted"`
+	Unlinked    int              `json:"unlinked" doc:"files unlinked"`
+	Pending     []segmentRefJSON `json:"pending_deletion" doc:"renamed files the archive unlinks after the delay"`
 }
 
 func archiveDetach(f *archiveFlags, stdout io.Writer) error {
@@ -432,7 +505,7 @@ func archiveRemove(f *archiveFlags, stdout io.Writer, detach, del bool) (err err
 	if err != nil {
 		return err
 	}
-	out := removalJSON{RecordingID: f.id, OldStart: d.StartPosition, NewStart: d.StartPosition, Pending: []string{}}
+	out := removalJSON{RecordingID: f.id, OldStart: d.StartPosition, NewStart: d.StartPosition, Pending: []segmentRefJSON{}}
 	unlinkNow := del && (f.now || f.delay == 0)
 	if unlinkNow {
 		// Files an earlier run renamed (scheduled again by Open) go first,
@@ -463,9 +536,11 @@ func archiveRemove(f *archiveFlags, stdout io.Writer, detach, del bool) (err err
 		return err
 	}
 	out.NewStart = d.StartPosition
+	var pending []string
 	for _, p := range a.PendingDeletes() {
-		out.Pending = append(out.Pending, p.Name)
+		pending = append(pending, p.Name)
 	}
+	out.Pending = segmentRefs(pending)
 	if f.jsonOut {
 		return writeJSON(stdout, out)
 	}
@@ -474,7 +549,7 @@ func archiveRemove(f *archiveFlags, stdout io.Writer, detach, del bool) (err err
 	if del {
 		fmt.Fprintf(&b, "renamed %d segment files to *%s, unlinked %d\n", out.Renamed, archive.DeletedSuffix, out.Unlinked)
 		if len(out.Pending) > 0 {
-			fmt.Fprintf(&b, "pending deletion (unlinked by the archive after %v): %s\n", f.delay, strings.Join(out.Pending, ", "))
+			fmt.Fprintf(&b, "pending deletion (unlinked by the archive after %v): %s\n", f.delay, strings.Join(pending, ", "))
 		}
 	} else {
 		b.WriteString("segment files below the start are kept until `matchlog archive delete`\n")
@@ -485,14 +560,23 @@ func archiveRemove(f *archiveFlags, stdout io.Writer, detach, del bool) (err err
 
 // replayCounts is the output of `archive replay --json`.
 type replayCounts struct {
-	RecordingID int64          `json:"recordingId"`
-	From        int64          `json:"from"`
-	To          int64          `json:"to"`
+	RecordingID int64          `json:"recording_id"`
+	From        int64          `json:"from_position"`
+	To          int64          `json:"to_position" doc:"exclusive"`
 	Frames      int            `json:"frames"`
-	DataFrames  int            `json:"dataFrames"`
-	PadFrames   int            `json:"padFrames"`
-	Bytes       int64          `json:"bytes"`
-	Templates   map[string]int `json:"templates"` // "schema/template" -> data frames
+	DataFrames  int            `json:"data_frames"`
+	PadFrames   int            `json:"pad_frames"`
+	Bytes       int64          `json:"data_bytes" doc:"frame lengths of the data frames, headers included"`
+	Templates   []templateJSON `json:"templates" doc:"data frames by SBE schema and template, ascending"`
+
+	templates map[[2]uint16]int
+}
+
+// templateJSON counts the data frames of one SBE message type.
+type templateJSON struct {
+	SchemaID   uint16 `json:"schema_id"`
+	TemplateID uint16 `json:"template_id"`
+	Frames     int    `json:"frames"`
 }
 
 // errReplayDone stops a segment scan at the replay's end.
@@ -530,7 +614,7 @@ func archiveReplay(f *archiveFlags, stdout io.Writer) error {
 		return fmt.Errorf("recording %d: replay [%d, %d) is not inside [%d, %d] or --from is not %d-aligned",
 			f.id, from, to, d.StartPosition, stop, archive.FrameAlignment)
 	}
-	counts := replayCounts{RecordingID: f.id, From: from, To: to, Templates: map[string]int{}}
+	counts := replayCounts{RecordingID: f.id, From: from, To: to, Templates: []templateJSON{}, templates: map[[2]uint16]int{}}
 	var b strings.Builder
 	w := io.Writer(&b)
 	if f.jsonOut {
@@ -583,7 +667,7 @@ func archiveReplay(f *archiveFlags, stdout io.Writer) error {
 				schema := binary.LittleEndian.Uint16(fr.Payload[4:])
 				version := binary.LittleEndian.Uint16(fr.Payload[6:])
 				fmt.Fprintf(w, " sbe(blockLength=%d template=%d schema=%d version=%d)", blockLength, template, schema, version)
-				counts.Templates[fmt.Sprintf("%d/%d", schema, template)]++
+				counts.templates[[2]uint16{schema, template}]++
 			}
 			fmt.Fprintln(w)
 			return nil
@@ -609,6 +693,12 @@ func archiveReplay(f *archiveFlags, stdout io.Writer) error {
 		return fmt.Errorf("recording %d: --to %d is not a frame boundary (frames end at %d)", f.id, to, next)
 	}
 	if f.jsonOut {
+		for k, n := range counts.templates {
+			counts.Templates = append(counts.Templates, templateJSON{k[0], k[1], n})
+		}
+		slices.SortFunc(counts.Templates, func(a, b templateJSON) int {
+			return cmp.Or(cmp.Compare(a.SchemaID, b.SchemaID), cmp.Compare(a.TemplateID, b.TemplateID))
+		})
 		return writeJSON(stdout, counts)
 	}
 	fmt.Fprintf(&b, "recording %d [%d, %d): %d frames (%d data, %d padding), %d data bytes\n",

@@ -20,6 +20,15 @@ func copyArchiveFixture(t *testing.T) string {
 	return filepath.Join(fixtures.CopyAeronSingleNode(t), "archive")
 }
 
+func hasTemplate(c replayCounts, schema, template uint16, frames int) bool {
+	for _, t := range c.Templates {
+		if t.SchemaID == schema && t.TemplateID == template {
+			return t.Frames == frames
+		}
+	}
+	return false
+}
+
 func fileExists(dir, name string) bool {
 	_, err := os.Stat(filepath.Join(dir, name))
 	return err == nil
@@ -48,66 +57,24 @@ func failCLI(t *testing.T, want string, args ...string) {
 // catalog agree.
 func TestArchiveCLIFixture(t *testing.T) {
 	d := copyArchiveFixture(t)
-	out := mustCLI(t, "archive", "describe", "--dir", d)
-	for _, want := range []string{"nextRecordingId 3", "0-0.rec (131072)", "0-131072.rec (131072)", "1-0.rec (131072)", "aeron:udp?tags=65"} {
-		if !strings.Contains(out, want) {
-			t.Fatalf("describe lacks %q:\n%s", want, out)
-		}
-	}
+	// describe's and verify's output on the fixture: TestGoldenAeron.
 	var desc struct {
 		Recordings []struct {
-			RecordingID   int64 `json:"recordingId"`
-			StartPosition int64 `json:"startPosition"`
-			StopPosition  int64 `json:"stopPosition"`
-			SegmentBytes  int64 `json:"segmentBytes"`
+			RecordingID   int64 `json:"recording_id"`
+			StartPosition int64 `json:"start_position"`
+			StopPosition  int64 `json:"stop_position"`
+			SegmentBytes  int64 `json:"segment_bytes"`
 			Segments      []struct {
 				Name string `json:"name"`
-				Size int64  `json:"size"`
+				Size int64  `json:"size_bytes"`
 			} `json:"segments"`
 			Deleted []struct {
 				Name string `json:"name"`
 			} `json:"deleted"`
 		} `json:"recordings"`
 	}
-	if err := json.Unmarshal([]byte(mustCLI(t, "archive", "describe", "--dir", d, "--json")), &desc); err != nil {
-		t.Fatal(err)
-	}
-	if len(desc.Recordings) != 3 || desc.Recordings[0].StopPosition != 231264 || desc.Recordings[0].SegmentBytes != 262144 ||
-		len(desc.Recordings[0].Segments) != 2 || desc.Recordings[2].StopPosition != 480 {
-		t.Fatalf("describe --json %+v", desc)
-	}
-	if out := mustCLI(t, "archive", "verify", "--dir", d, "--all"); strings.Count(out, ": OK\n") != 3 {
-		t.Fatalf("verify:\n%s", out)
-	}
-	var ver struct {
-		OK         bool `json:"ok"`
-		Recordings []struct {
-			RecordingID  int64  `json:"recordingId"`
-			Status       string `json:"status"`
-			ComputedStop int64  `json:"computedStop"`
-		} `json:"recordings"`
-	}
-	if err := json.Unmarshal([]byte(mustCLI(t, "archive", "verify", "--dir", d, "--id", "2", "--json")), &ver); err != nil {
-		t.Fatal(err)
-	}
-	if !ver.OK || len(ver.Recordings) != 1 || ver.Recordings[0].RecordingID != 2 || ver.Recordings[0].Status != "OK" || ver.Recordings[0].ComputedStop != 480 {
-		t.Fatalf("verify --id 2 --json %+v", ver)
-	}
-
-	// Replay: text frames with their SBE headers, and counts.
-	out = mustCLI(t, "archive", "replay", "--dir", d, "--id", "1")
-	if lines := strings.Count(out, "\nposition=") + strings.Count(out[:min(9, len(out))], "position="); lines != 4 ||
-		!strings.Contains(out, "position=0 offset=0 length=80 type=DATA flags=0xc0 session=-1975790907 stream=106 termId=1946887359 termOffset=0 sbe(blockLength=40 template=100 schema=111 version=12)") ||
-		!strings.Contains(out, "4 frames (4 data, 0 padding)") {
-		t.Fatalf("replay 1:\n%s", out)
-	}
+	// Replay of the whole recordings: TestGoldenAeron; a range here.
 	var counts replayCounts
-	if err := json.Unmarshal([]byte(mustCLI(t, "archive", "replay", "--dir", d, "--id", "0", "--json")), &counts); err != nil {
-		t.Fatal(err)
-	}
-	if counts.Frames != 807 || counts.DataFrames != 804 || counts.PadFrames != 3 || counts.From != 0 || counts.To != 231264 || counts.Templates["111/1"] != 800 {
-		t.Fatalf("replay 0 counts %+v", counts)
-	}
 	if err := json.Unmarshal([]byte(mustCLI(t, "archive", "replay", "--dir", d, "--id", "1", "--from", "96", "--to", "288", "--json")), &counts); err != nil {
 		t.Fatal(err)
 	}
@@ -117,13 +84,13 @@ func TestArchiveCLIFixture(t *testing.T) {
 	failCLI(t, "not a frame boundary", "archive", "replay", "--dir", d, "--id", "1", "--from", "64")
 	failCLI(t, "not a frame boundary", "archive", "replay", "--dir", d, "--id", "1", "--to", "100")
 	failCLI(t, "not inside", "archive", "replay", "--dir", d, "--id", "1", "--to", "1000")
-	failCLI(t, "recording not found", "archive", "replay", "--dir", d, "--id", "9")
+	failCLI(t, "recording 9 is not in the catalog of "+d+" (recordings: 0, 1, 2)", "archive", "replay", "--dir", d, "--id", "9")
 
 	// Detach: refused off a boundary, then moves the start; files stay.
 	failCLI(t, "not a segment boundary", "archive", "detach", "--dir", d, "--id", "0", "--position", "65536")
 	failCLI(t, "past the stop segment", "archive", "detach", "--dir", d, "--id", "0", "--position", "262144")
 	failCLI(t, "not after the start segment", "archive", "detach", "--dir", d, "--id", "1", "--position", "0")
-	out = mustCLI(t, "archive", "detach", "--dir", d, "--id", "0", "--position", "131072")
+	out := mustCLI(t, "archive", "detach", "--dir", d, "--id", "0", "--position", "131072")
 	if !strings.Contains(out, "start 0 -> 131072") || !fileExists(d, "0-0.rec") {
 		t.Fatalf("detach:\n%s", out)
 	}
@@ -227,7 +194,7 @@ func TestArchiveCLIRecorded(t *testing.T) {
 	if err := json.Unmarshal([]byte(mustCLI(t, "archive", "replay", "--dir", dir, "--id", "0", "--json")), &counts); err != nil {
 		t.Fatal(err)
 	}
-	if counts.From != 196608 || counts.To != stop || counts.DataFrames == 0 || counts.Templates["0/42"] != counts.DataFrames {
+	if counts.From != 196608 || counts.To != stop || counts.DataFrames == 0 || !hasTemplate(counts, 0, 42, counts.DataFrames) {
 		t.Fatalf("replay %+v", counts)
 	}
 	// Usage errors.

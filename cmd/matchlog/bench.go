@@ -4,43 +4,37 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"os"
+	"io"
 
 	"github.com/matchlog/matchlog/bench"
 )
 
 const benchUsage = "usage: matchlog bench engine [--json] [--orders N] [--runs K]\n" +
 	"       matchlog bench snapshot [--json] [--orders N] [--workers K] [--takes T] [--mtu M]\n" +
-	"       matchlog bench archive [--json] [--bytes B] [--runs K] [--dir D]\n" +
-	"       matchlog bench cluster [--json] [--orders N] [--sync L] [--block B] [--mode pauseless|stw|both] [--rate R]\n"
+	"       matchlog bench archive [--json] [--bytes B] [--runs K] [--work-dir D]\n" +
+	"       matchlog bench cluster [--json] [--orders N[,N...]] [--sync L[,L...]] [--block B[,B...]] [--snapshot-mode pauseless[,stw]] [--rate R]\n" +
+	"\nbench cluster runs every combination of its list flags; the other benches take one value.\n" +
+	"Progress goes to stderr, the report to stdout (--json: one JSON object).\n"
 
 // runBench runs `matchlog bench engine` ([bench.EngineReport]),
 // `matchlog bench snapshot` ([bench.SnapshotReport]) or `matchlog bench
 // archive` ([archive.BenchReport]).
-func runBench(args []string) error {
-	if len(args) > 0 {
-		switch args[0] {
-		case "engine":
-			return benchEngine(args[1:])
-		case "snapshot":
-			return benchSnapshot(args[1:])
-		case "archive":
-			return benchArchive(args[1:])
-		case "cluster":
-			return benchCluster(args[1:])
-		case "-h", "-help", "--help":
-			fmt.Fprint(os.Stdout, benchUsage)
-			return flag.ErrHelp
-		}
+func runBench(args []string, stdout, stderr io.Writer) error {
+	benches := map[string]func(args []string, stdout, stderr io.Writer) error{
+		"engine": benchEngine, "snapshot": benchSnapshot, "archive": benchArchive, "cluster": benchCluster,
 	}
-	fmt.Fprint(os.Stderr, benchUsage)
-	return errUsage
+	name, ok, err := subcommand("bench", args, func(n string) bool { return benches[n] != nil }, benchUsage, stderr)
+	if !ok {
+		return err
+	}
+	return benches[name](args[1:], stdout, stderr)
 }
 
-func benchEngine(args []string) error {
+func benchEngine(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench engine", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print one JSON object instead of a table")
-	orders := fs.Int("orders", bench.BigOrders, "resting orders in the large book (heap, clone, restore figures)")
+	orders := intList{bench.BigOrders}
+	fs.Var(&orders, "orders", "resting orders in the large book (heap, clone, restore figures)")
 	runs := fs.Int("runs", 5, "runs of each measurement; the report gives medians")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), "usage: matchlog bench engine [--json] [--orders N] [--runs K]\n\n"+
@@ -51,27 +45,29 @@ func benchEngine(args []string) error {
 			"two and a few GB of memory; --orders 500000 makes a quick run.\n\n")
 		fs.PrintDefaults()
 	}
-	if err := parseFlags(fs, args, os.Stderr); err != nil {
+	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
-	if *orders <= 0 || *runs <= 0 {
-		fmt.Fprint(os.Stderr, "bench engine: --orders and --runs must be positive\n")
+	n, err := orders.one("orders")
+	if err != nil || n <= 0 || *runs <= 0 {
+		fmt.Fprintf(stderr, "bench engine: --orders (one value) and --runs must be positive %v\n", errText(err))
 		return errUsage
 	}
-	r, err := bench.EngineReport(bench.ReportOptions{Orders: *orders, Runs: *runs, Progress: os.Stderr})
+	r, err := bench.EngineReport(bench.ReportOptions{Orders: n, Runs: *runs, Progress: stderr})
 	if err != nil {
 		return err
 	}
 	if *asJSON {
-		return json.NewEncoder(os.Stdout).Encode(r)
+		return json.NewEncoder(stdout).Encode(r)
 	}
-	return r.WriteTable(os.Stdout)
+	return r.WriteTable(stdout)
 }
 
-func benchSnapshot(args []string) error {
+func benchSnapshot(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench snapshot", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print one JSON object instead of a table")
-	orders := fs.Int("orders", bench.MOrders, "resting orders in the book")
+	orders := intList{bench.MOrders}
+	fs.Var(&orders, "orders", "resting orders in the book")
 	workers := fs.Int("workers", 2, "parallel encoding workers (0: linear takes only)")
 	takes := fs.Int("takes", 7, "timed takes of each kind, and restores; the report gives medians")
 	mtu := fs.Int("mtu", 1408, "MTU of the log (a multiple of 32 from 64 to 65,504)")
@@ -86,28 +82,29 @@ func benchSnapshot(args []string) error {
 			"goes to stderr, the report to stdout; it warns when the load average exceeds the CPUs.\n\n")
 		fs.PrintDefaults()
 	}
-	if err := parseFlags(fs, args, os.Stderr); err != nil {
+	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
-	if *orders <= 0 || *takes <= 0 || *workers < 0 {
-		fmt.Fprint(os.Stderr, "bench snapshot: --orders and --takes must be positive, --workers not negative\n")
+	n, err := orders.one("orders")
+	if err != nil || n <= 0 || *takes <= 0 || *workers < 0 {
+		fmt.Fprintf(stderr, "bench snapshot: --orders (one value) and --takes must be positive, --workers not negative %v\n", errText(err))
 		return errUsage
 	}
 	if *mtu < 64 || *mtu > 65504 || *mtu%32 != 0 {
-		fmt.Fprintf(os.Stderr, "bench snapshot: --mtu %d: want a multiple of 32 from 64 to 65504\n", *mtu)
+		fmt.Fprintf(stderr, "bench snapshot: --mtu %d: want a multiple of 32 from 64 to 65504\n", *mtu)
 		return errUsage
 	}
-	r, err := bench.SnapshotReport(bench.SnapOptions{Orders: *orders, Workers: *workers, Takes: *takes, MTU: *mtu,
-		Seed: *seed, Progress: os.Stderr})
+	r, err := bench.SnapshotReport(bench.SnapOptions{Orders: n, Workers: *workers, Takes: *takes, MTU: *mtu,
+		Seed: *seed, Progress: stderr})
 	if err != nil {
 		return err
 	}
 	if r.Loaded {
-		fmt.Fprintf(os.Stderr, "bench snapshot: WARNING: load average %.2f/%.2f above %d CPUs: figures are upper bounds\n",
+		fmt.Fprintf(stderr, "bench snapshot: WARNING: load average %.2f/%.2f above %d CPUs: figures are upper bounds\n",
 			r.LoadAvgStart[0], r.LoadAvg[0], r.NumCPU)
 	}
 	if *asJSON {
-		return json.NewEncoder(os.Stdout).Encode(r)
+		return json.NewEncoder(stdout).Encode(r)
 	}
-	return r.WriteTable(os.Stdout)
+	return r.WriteTable(stdout)
 }

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"os"
+	"io"
 	"runtime"
 	"strconv"
 	"strings"
@@ -13,7 +13,7 @@ import (
 	"github.com/matchlog/matchlog/cluster/enginesvc"
 )
 
-const benchClusterUsage = "usage: matchlog bench cluster [--orders N[,N...]] [--sync L[,L...]] [--block B[,B...]] [--mode pauseless|stw|both] [--rate R] [--workers K] [--runs K] [--dir D] [--json]\n"
+const benchClusterUsage = "usage: matchlog bench cluster [--orders N[,N...]] [--sync L[,L...]] [--block B[,B...]] [--snapshot-mode pauseless[,stw]] [--rate R] [--workers K] [--runs K] [--work-dir D] [--json]\n"
 
 // clusterBenchReport is what `matchlog bench cluster --json` prints.
 type clusterBenchReport struct {
@@ -26,20 +26,22 @@ type clusterBenchReport struct {
 // benchCluster runs `matchlog bench cluster` ([enginesvc.PauseReport]): the
 // client-visible pause of a snapshot of the embedded node, per book size,
 // snapshot mode, sync level and block length.
-func benchCluster(args []string) error {
+func benchCluster(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench cluster", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print one JSON object instead of a table")
-	orders := fs.String("orders", "1000000", "resting orders in the book (comma-separated list for several)")
-	syncs := fs.String("sync", "0,2", "archive file sync levels (comma-separated)")
-	blocks := fs.String("block", "1MiB,16MiB", "archive block lengths (bytes, or with KiB/MiB; comma-separated)")
-	mode := fs.String("mode", "both", "snapshot mode: pauseless, stw or both")
-	rate := fs.Int("rate", 20_000, "commands a second submitted around the snapshot")
+	orderList, syncList, blockList := intList{1_000_000}, intList{0, 2}, intList{1 << 20, 16 << 20}
+	modeNames := modeList{"pauseless", "stw"}
+	fs.Var(&orderList, "orders", "resting orders in the book (a comma-separated list: one configuration each)")
+	fs.Var(&syncList, "sync", syncFlagHelp)
+	fs.Var(&blockList, "block", "archive block lengths (bytes, or with KiB/MiB; comma-separated)")
+	fs.Var(&modeNames, "snapshot-mode", snapshotModeFlagHelp)
+	rate := fs.Int("rate", 20_000, "commands a second submitted around the snapshot (an integer)")
 	workers := fs.Int("workers", 0, "parallel snapshot encoders of the pauseless mode (0: linear)")
 	runs := fs.Int("runs", 1, "runs of each configuration (one row each)")
 	nice := fs.Int("nice", 0, "nice value of the pauseless snapshot writer's thread (Linux; 0: the node's default, -1: not niced)")
 	yieldEvery := fs.Int("yield-every", 0, "pauseless encoder yields every N claims (0: the node's default, -1: never)")
 	snapDir := fs.String("snapshot-dir", "", "diagnosis: put snapshot segments under this directory (e.g. a tmpfs, /dev/shm), the log stays in --dir")
-	dir := fs.String("dir", "", "parent directory of the node directories (default: the temp dir)")
+	dir := fs.String("work-dir", "", "where the bench makes (and removes) its node directories (default: the temp dir)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), benchClusterUsage+"\n"+
 			"Measures the client-visible pause of a snapshot of the embedded cluster node (matching\n"+
@@ -54,35 +56,20 @@ func benchCluster(args []string) error {
 			"GOGC and GOMEMLIMIT are read from the environment as usual. Progress goes to stderr.\n\n")
 		fs.PrintDefaults()
 	}
-	if err := parseFlags(fs, args, os.Stderr); err != nil {
+	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
 	bad := func(format string, a ...any) error {
-		fmt.Fprintf(os.Stderr, "bench cluster: "+format+"\n", a...)
+		fmt.Fprintf(stderr, "bench cluster: "+format+"\n", a...)
 		return errUsage
 	}
-	orderList, err := parseSizes(*orders)
-	if err != nil {
-		return bad("--orders: %v", err)
-	}
-	syncList, err := parseSizes(*syncs)
-	if err != nil {
-		return bad("--sync: %v", err)
-	}
-	blockList, err := parseSizes(*blocks)
-	if err != nil {
-		return bad("--block: %v", err)
-	}
 	var modes []cluster.SnapshotMode
-	switch *mode {
-	case "pauseless":
-		modes = []cluster.SnapshotMode{cluster.Pauseless}
-	case "stw", "stop-the-world":
-		modes = []cluster.SnapshotMode{cluster.StopTheWorld}
-	case "both":
-		modes = []cluster.SnapshotMode{cluster.Pauseless, cluster.StopTheWorld}
-	default:
-		return bad("--mode %q: want pauseless, stw or both", *mode)
+	for _, m := range modeNames {
+		if m == "stw" {
+			modes = append(modes, cluster.StopTheWorld)
+		} else {
+			modes = append(modes, cluster.Pauseless)
+		}
 	}
 	for _, o := range orderList {
 		if o <= 0 {
@@ -106,16 +93,16 @@ func benchCluster(args []string) error {
 	warn := func(format string, a ...any) {
 		w := fmt.Sprintf(format, a...)
 		rep.Warnings = append(rep.Warnings, w)
-		fmt.Fprintf(os.Stderr, "bench cluster: WARNING: %s\n", w)
+		fmt.Fprintf(stderr, "bench cluster: WARNING: %s\n", w)
 	}
 	for _, o := range orderList {
 		for _, s := range syncList {
 			for _, b := range blockList {
 				for _, m := range modes {
 					for range *runs {
-						fmt.Fprintf(os.Stderr, "bench cluster: orders %d, %s, sync %d, block %d\n", o, enginesvc.ModeName(m), s, b)
+						fmt.Fprintf(stderr, "bench cluster: orders %d, %s, sync %d, block %d\n", o, enginesvc.ModeName(m), s, b)
 						r, err := enginesvc.PauseReport(enginesvc.PauseOptions{Orders: o, Mode: m, SyncLevel: s, BlockLength: b,
-							Rate: *rate, Workers: *workers, Dir: *dir, Progress: os.Stderr, SnapshotDir: *snapDir, YieldEvery: *yieldEvery, Nice: *nice})
+							Rate: *rate, Workers: *workers, Dir: *dir, Progress: stderr, SnapshotDir: *snapDir, YieldEvery: *yieldEvery, Nice: *nice})
 						if err != nil {
 							return err
 						}
@@ -124,16 +111,16 @@ func benchCluster(args []string) error {
 								r.LoadAvg, r.LoadAvgEnd, rep.NumCPU, o, r.Mode, s, b)
 						}
 						rep.Results = append(rep.Results, r)
-						enginesvc.WritePauseTable(os.Stderr, []*enginesvc.PauseResult{r})
+						enginesvc.WritePauseTable(stderr, []*enginesvc.PauseResult{r})
 					}
 				}
 			}
 		}
 	}
 	if *asJSON {
-		return json.NewEncoder(os.Stdout).Encode(rep)
+		return json.NewEncoder(stdout).Encode(rep)
 	}
-	return enginesvc.WritePauseTable(os.Stdout, rep.Results)
+	return enginesvc.WritePauseTable(stdout, rep.Results)
 }
 
 // parseSizes parses a comma-separated list of integers with an optional

@@ -24,17 +24,17 @@ import (
 
 const clusterUsage = `usage: matchlog cluster <command> --dir D [flags]
 
-Commands, over a node directory laid out like Aeron's (D/cluster/recording.log,
-D/archive/archive.catalog):
+Commands, over a node directory D laid out like Aeron's (D/cluster/recording.log,
+D/archive/archive.catalog); --dir may also name D/cluster itself, as Aeron's
+ClusterTool takes the cluster directory:
   recording-log               print the recording log's entries, sorted as Aeron sorts them
   recovery-plan               print the recovery plan (--services N, default 1); exit 1 if the
                               latest snapshot set is incomplete
-  snapshot                    take a snapshot of a STOPPED matchlog node (--mode pauseless|stw,
-                              --workers K): start it from its recovery plan (snapshot load +
-                              log replay, a new leadership term), take a snapshot at the end of
-                              the log, wait until it is complete and durable, stop, and print
-                              the new SNAPSHOT entries (--json: recordingIds, consensus module
-                              first, logPosition, leadershipTermId, stateHash, entries)
+  snapshot                    take a snapshot of a STOPPED matchlog node (--snapshot-mode
+                              pauseless|stw, --workers K): start it from its recovery plan
+                              (snapshot load + log replay, a new leadership term), take a
+                              snapshot at the end of the log, wait until it is complete and
+                              durable, stop, and print the new SNAPSHOT entries
   invalidate-latest-snapshot  mark every entry of the latest snapshot set invalid, so that
                               recovery falls back to the previous set; exit 1 if there is none
   describe                    print the recording log and the archive recordings it references;
@@ -52,12 +52,13 @@ a live node (activity within 10 s, or the recorded process still running; --forc
 skips the check) and it refuses an Aeron directory, whose service state it
 cannot load.
 
-Run 'matchlog cluster <command> -h' for its flags.
+Every command takes --json: one JSON object instead of text; its fields are
+listed by 'matchlog help cluster <command>'.
 `
 
 // clusterFlags are the parsed flags of a `matchlog cluster` command.
 type clusterFlags struct {
-	dir      string
+	dir      string // the node directory (resolved from --dir)
 	jsonOut  bool
 	services int    // recovery-plan
 	mode     string // snapshot
@@ -74,57 +75,58 @@ var clusterCommands = map[string]func(f *clusterFlags, stdout io.Writer) error{
 	"describe":                   clusterDescribe,
 }
 
+// clusterJSONDocs are the JSON documents of the commands, for their help.
+var clusterJSONDocs = map[string]any{
+	"recording-log":              entriesJSON{},
+	"recovery-plan":              planJSON{},
+	"snapshot":                   snapshotResult{},
+	"invalidate-latest-snapshot": invalidateJSON{},
+	"describe":                   describeDoc{},
+}
+
 // runCluster dispatches `matchlog cluster <command>`.
 func runCluster(args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, clusterUsage)
-		return errUsage
-	}
-	name := args[0]
-	cmd, ok := clusterCommands[name]
+	name, ok, err := subcommand("cluster", args, func(n string) bool { return clusterCommands[n] != nil }, clusterUsage, stderr)
 	if !ok {
-		fmt.Fprint(stderr, clusterUsage)
-		if name == "-h" || name == "-help" || name == "--help" {
-			return flag.ErrHelp
-		}
-		fmt.Fprintf(stderr, "\ncluster: unknown command %q\n", name)
-		return errUsage
+		return err
 	}
+	cmd := clusterCommands[name]
 	fs := flag.NewFlagSet("cluster "+name, flag.ContinueOnError)
-	f := &clusterFlags{services: 1, mode: "pauseless"}
-	fs.StringVar(&f.dir, "dir", "", "node directory holding cluster/ and archive/ (required)")
-	fs.BoolVar(&f.jsonOut, "json", false, "print JSON instead of text")
+	f := &clusterFlags{services: 1}
+	modes := modeList{"pauseless"}
+	fs.StringVar(&f.dir, "dir", "", "node directory holding cluster/ and archive/, or its cluster/ directory (required)")
+	fs.BoolVar(&f.jsonOut, "json", false, "print one JSON object instead of text")
 	switch name {
 	case "recovery-plan":
 		fs.IntVar(&f.services, "services", 1, "number of clustered services (Aeron's serviceCount)")
 	case "snapshot":
-		fs.StringVar(&f.mode, "mode", "pauseless", "snapshot mode: pauseless (copy-on-write clone encoded in the background) or stw (stop the world)")
+		fs.Var(&modes, "snapshot-mode", snapshotModeFlagHelp)
 		fs.IntVar(&f.workers, "workers", 0, "parallel encoders of the engine snapshot (0: linear)")
 		fs.BoolVar(&f.force, "force", false, "skip the live-node check (only when sure no node runs in D)")
 	}
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: matchlog cluster %s --dir D [flags]\n\n", name)
-		fs.PrintDefaults()
-	}
+	fs.Usage = usageWithJSON(fs, fmt.Sprintf("usage: matchlog cluster %s --dir D [flags]\n\n", name), clusterJSONDocs[name])
 	if err := parseFlags(fs, args[1:], stderr); err != nil {
 		return err
 	}
-	if f.dir == "" {
-		fmt.Fprintf(stderr, "cluster %s: --dir is required\n", name)
+	bad := func(format string, a ...any) error {
+		fmt.Fprintf(stderr, "cluster %s: "+format+"\n", append([]any{name}, a...)...)
 		fs.Usage()
 		return errUsage
 	}
-	if f.services < 0 {
-		fmt.Fprintf(stderr, "cluster %s: --services must not be negative\n", name)
-		return errUsage
+	if f.dir == "" {
+		return bad("--dir is required")
 	}
-	if f.mode != "pauseless" && f.mode != "stw" {
-		fmt.Fprintf(stderr, "cluster %s: --mode must be pauseless or stw, not %q\n", name, f.mode)
-		return errUsage
+	if f.services < 0 {
+		return bad("--services must not be negative")
+	}
+	if f.mode, err = modes.one(); err != nil {
+		return bad("%v", err)
 	}
 	if f.workers < 0 {
-		fmt.Fprintf(stderr, "cluster %s: --workers must not be negative\n", name)
-		return errUsage
+		return bad("--workers must not be negative")
+	}
+	if f.dir, err = resolveNodeDir(f.dir); err != nil {
+		return err
 	}
 	return cmd(f, stdout)
 }
@@ -153,7 +155,7 @@ func clusterRecordingLog(f *clusterFlags, stdout io.Writer) error {
 	}
 	defer l.Close()
 	if jsonOut {
-		return writeJSON(stdout, recordinglog.ToJSON(l.Entries()))
+		return writeJSON(stdout, entriesJSON{toEntriesJSON(l.Entries(), clusterTimeUnit(d))})
 	}
 	_, err = fmt.Fprintln(stdout, recordinglog.Format(l.Entries()))
 	return err
@@ -176,10 +178,7 @@ func clusterRecoveryPlan(f *clusterFlags, stdout io.Writer) error {
 		return err
 	}
 	if jsonOut {
-		err = writeJSON(stdout, struct {
-			*recordinglog.RecoveryPlan
-			Complete bool `json:"complete"`
-		}{p, p.Err() == nil})
+		err = writeJSON(stdout, toPlanJSON(p, clusterTimeUnit(d)))
 	} else {
 		_, err = fmt.Fprintln(stdout, p.String())
 	}
@@ -203,10 +202,7 @@ func clusterInvalidateLatestSnapshot(f *clusterFlags, stdout io.Writer) error {
 		return err
 	}
 	if jsonOut {
-		err = writeJSON(stdout, struct {
-			Invalidated bool                     `json:"invalidated"`
-			Entries     []recordinglog.JSONEntry `json:"entries"`
-		}{found, recordinglog.ToJSON(l.Entries()).Entries})
+		err = writeJSON(stdout, invalidateJSON{found, toEntriesJSON(l.Entries(), clusterTimeUnit(d))})
 	} else {
 		_, err = fmt.Fprintf(stdout, "invalidate latest snapshot: %v\n%s\n", found, recordinglog.Format(l.Entries()))
 	}
@@ -221,20 +217,57 @@ func clusterInvalidateLatestSnapshot(f *clusterFlags, stdout io.Writer) error {
 
 // describedRecording is one archive recording the recording log refers to.
 type describedRecording struct {
-	RecordingID       int64    `json:"recordingId"`
-	ReferencedBy      []string `json:"referencedBy"`
-	InCatalog         bool     `json:"inCatalog"`
-	State             string   `json:"state,omitempty"`
-	StartPosition     int64    `json:"startPosition"`
-	StopPosition      int64    `json:"stopPosition"`
-	InitialTermID     int32    `json:"initialTermId"`
-	TermBufferLength  int32    `json:"termBufferLength"`
-	SegmentFileLength int32    `json:"segmentFileLength"`
-	MTULength         int32    `json:"mtuLength"`
-	SessionID         int32    `json:"sessionId"`
-	StreamID          int32    `json:"streamId"`
-	StrippedChannel   string   `json:"strippedChannel"`
-	Segments          []string `json:"segments"`
+	RecordingID       int64             `json:"recording_id"`
+	ReferencedBy      []referenceJSON   `json:"referenced_by" doc:"the recording log entries naming this recording"`
+	InCatalog         bool              `json:"in_catalog" doc:"false: the catalog has no such recording (describe exits 1)"`
+	State             string            `json:"state,omitempty" doc:"VALID, INVALID or DELETED (absent when not in the catalog)"`
+	StartPosition     int64             `json:"start_position"`
+	StopPosition      int64             `json:"stop_position" doc:"-1 while recording"`
+	InitialTermID     int32             `json:"initial_term_id"`
+	TermBufferLength  int32             `json:"term_buffer_length"`
+	SegmentFileLength int32             `json:"segment_file_length"`
+	MTULength         int32             `json:"mtu_length"`
+	SessionID         int32             `json:"session_id"`
+	StreamID          int32             `json:"stream_id"`
+	StrippedChannel   string            `json:"stripped_channel"`
+	Segments          []segmentFileJSON `json:"segments" doc:"segment files, by base position"`
+}
+
+// referenceJSON is a recording log entry that names a recording.
+type referenceJSON struct {
+	EntryIndex       int    `json:"entry_index"`
+	Type             string `json:"type" doc:"TERM, SNAPSHOT or STANDBY_SNAPSHOT"`
+	LeadershipTermID int64  `json:"leadership_term_id"`
+	ServiceID        int32  `json:"service_id" doc:"-1: the consensus module"`
+	LogPosition      int64  `json:"log_position"`
+	Valid            bool   `json:"valid"`
+}
+
+func (r referenceJSON) String() string {
+	ref := fmt.Sprintf("%s term %d", r.Type, r.LeadershipTermID)
+	if r.Type != recordinglog.TypeTerm.String() {
+		ref += fmt.Sprintf(" service %d logPosition %d", r.ServiceID, r.LogPosition)
+	}
+	if !r.Valid {
+		ref += " (invalid)"
+	}
+	return ref
+}
+
+func refsText(refs []referenceJSON) string {
+	var parts []string
+	for _, r := range refs {
+		parts = append(parts, r.String())
+	}
+	return strings.Join(parts, "; ")
+}
+
+func segmentsText(segs []segmentFileJSON) string {
+	var parts []string
+	for _, s := range segs {
+		parts = append(parts, fmt.Sprintf("%s (%d bytes)", s.Name, s.Size))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func clusterDescribe(f *clusterFlags, stdout io.Writer) error {
@@ -254,19 +287,13 @@ func clusterDescribe(f *clusterFlags, stdout io.Writer) error {
 	for _, e := range entries {
 		r := byID[e.RecordingID]
 		if r == nil {
-			r = &describedRecording{RecordingID: e.RecordingID, Segments: []string{}}
+			r = &describedRecording{RecordingID: e.RecordingID, Segments: []segmentFileJSON{}}
 			byID[e.RecordingID] = r
 			recs = append(recs, r)
 			describeRecording(r, desc)
 		}
-		ref := fmt.Sprintf("%s term %d", e.Type, e.LeadershipTermID)
-		if e.Type != recordinglog.TypeTerm {
-			ref += fmt.Sprintf(" service %d logPosition %d", e.ServiceID, e.LogPosition)
-		}
-		if !e.Valid {
-			ref += " (invalid)"
-		}
-		r.ReferencedBy = append(r.ReferencedBy, ref)
+		r.ReferencedBy = append(r.ReferencedBy, referenceJSON{EntryIndex: e.Index, Type: e.Type.String(),
+			LeadershipTermID: e.LeadershipTermID, ServiceID: e.ServiceID, LogPosition: e.LogPosition, Valid: e.Valid})
 	}
 	var missing []string
 	for _, r := range recs {
@@ -281,11 +308,9 @@ func clusterDescribe(f *clusterFlags, stdout io.Writer) error {
 		node = describeNode(d, mark, l, entries, byID, desc, time.Now())
 	}
 	if jsonOut {
-		err = writeJSON(stdout, struct {
-			RecordingLog recordinglog.EntriesJSON `json:"recordingLog"`
-			Recordings   []*describedRecording    `json:"recordings"`
-			Node         *nodeDescription         `json:"node,omitempty"`
-		}{recordinglog.ToJSON(entries), recs, node})
+		err = writeJSON(stdout, describeDoc{
+			RecordingLog: recordingLogJSON{Path: l.Path(), SizeBytes: l.Size(), Entries: toEntriesJSON(entries, clusterTimeUnit(d))},
+			Recordings:   recs, Node: node})
 	} else {
 		err = describeText(stdout, l, entries, recs)
 		if err == nil && node != nil {
@@ -323,9 +348,7 @@ func describeRecording(r *describedRecording, desc *archive.Description) {
 	r.StartPosition, r.StopPosition = dd.StartPosition, dd.StopPosition
 	r.InitialTermID, r.TermBufferLength, r.SegmentFileLength = dd.InitialTermID, dd.TermBufferLength, dd.SegmentFileLength
 	r.MTULength, r.SessionID, r.StreamID, r.StrippedChannel = dd.MTULength, dd.SessionID, dd.StreamID, dd.StrippedChannel
-	for _, s := range found.Segments {
-		r.Segments = append(r.Segments, fmt.Sprintf("%s (%d bytes)", s.Name, s.Size))
-	}
+	r.Segments, _ = segmentsJSON(found.Segments)
 }
 
 func describeText(w io.Writer, l *recordinglog.Log, entries []recordinglog.Entry, recs []*describedRecording) error {
@@ -346,15 +369,15 @@ func describeText(w io.Writer, l *recordinglog.Log, entries []recordinglog.Entry
 	b.WriteString("archive recordings referenced:\n")
 	for _, r := range recs {
 		if !r.InCatalog {
-			fmt.Fprintf(&b, "  recording %d: NOT IN CATALOG (%s)\n", r.RecordingID, strings.Join(r.ReferencedBy, "; "))
+			fmt.Fprintf(&b, "  recording %d: NOT IN CATALOG (%s)\n", r.RecordingID, refsText(r.ReferencedBy))
 			continue
 		}
 		fmt.Fprintf(&b, "  recording %d: %s startPosition=%d stopPosition=%d initialTermId=%d termBufferLength=%d "+
 			"segmentFileLength=%d mtuLength=%d sessionId=%d streamId=%d channel=%s\n",
 			r.RecordingID, r.State, r.StartPosition, r.StopPosition, r.InitialTermID, r.TermBufferLength,
 			r.SegmentFileLength, r.MTULength, r.SessionID, r.StreamID, r.StrippedChannel)
-		fmt.Fprintf(&b, "    referenced by: %s\n", strings.Join(r.ReferencedBy, "; "))
-		fmt.Fprintf(&b, "    segments: %s\n", strings.Join(r.Segments, ", "))
+		fmt.Fprintf(&b, "    referenced by: %s\n", refsText(r.ReferencedBy))
+		fmt.Fprintf(&b, "    segments: %s\n", segmentsText(r.Segments))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -367,13 +390,13 @@ func describeText(w io.Writer, l *recordinglog.Log, entries []recordinglog.Entry
 // varAscii aeronDirectory, controlChannel, ingressChannel, serviceName,
 // authenticator, servicesClusterDir; aeron-formats.md §3.2).
 type clusterMark struct {
-	Version           int32  `json:"version"`
-	ComponentType     int32  `json:"componentType"`
-	ActivityTimestamp int64  `json:"activityTimestamp"`
-	StartTimestamp    int64  `json:"startTimestamp"`
+	Version           int32  `json:"version" doc:"the mark file's semantic version (major<<16 | minor<<8 | patch)"`
+	ComponentType     int32  `json:"component_type"`
+	ActivityTimestamp int64  `json:"activity_timestamp_ms" doc:"epoch ms of the last activity; -1: stopped cleanly"`
+	StartTimestamp    int64  `json:"start_timestamp_ms" doc:"epoch ms"`
 	PID               int64  `json:"pid"`
-	ServiceName       string `json:"serviceName"`
-	ClusterDir        string `json:"clusterDir"`
+	ServiceName       string `json:"service_name" doc:"matchlog for a matchlog node"`
+	ClusterDir        string `json:"cluster_dir"`
 }
 
 // matchlogServiceName is the serviceName a matchlog node writes into its
@@ -505,18 +528,18 @@ func scanRecording(d string, info *archive.RecordingInfo, visit func(pos int64, 
 // engineSnapshot summarises the engine snapshot in a node's service
 // snapshot: the End record's counts and state hash.
 type engineSnapshot struct {
-	RecordingID      int64  `json:"recordingId"`
-	LogPosition      int64  `json:"logPosition"`
-	LeadershipTermID int64  `json:"leadershipTermId"`
-	AppVersion       int32  `json:"appVersion"`
-	StateHash        string `json:"stateHash"`
-	Sources          uint64 `json:"sources"`
+	RecordingID      int64  `json:"recording_id" doc:"the service snapshot's recording"`
+	LogPosition      int64  `json:"log_position"`
+	LeadershipTermID int64  `json:"leadership_term_id"`
+	AppVersion       int32  `json:"app_version"`
+	StateHash        string `json:"state_hash" doc:"the engine's 64-bit state hash, 16 hex digits"`
+	Sources          uint64 `json:"sources" doc:"ingress sources with a high-water mark"`
 	Instruments      uint64 `json:"instruments"`
-	Orders           uint64 `json:"orders"`
-	Triggers         uint64 `json:"triggers"`
+	Orders           uint64 `json:"orders" doc:"resting orders"`
+	Triggers         uint64 `json:"triggers" doc:"armed stop orders"`
 	// Verified: the snapshot was loaded strictly (snapshot.Load) and the
 	// rebuilt engine's state hash equals End's.
-	Verified bool `json:"verified"`
+	Verified bool `json:"verified" doc:"true: loaded strictly and the rebuilt engine's hash checked"`
 }
 
 // errNotEngineSnapshot marks a service snapshot that holds no matchlog
@@ -603,11 +626,11 @@ func readEngineSnapshot(d string, logPosition int64, verify bool) (*engineSnapsh
 
 // cmSnapshot summarises a consensus-module snapshot recording.
 type cmSnapshot struct {
-	RecordingID     int64 `json:"recordingId"`
-	NextSessionID   int64 `json:"nextSessionId"`
+	RecordingID     int64 `json:"recording_id"`
+	NextSessionID   int64 `json:"next_session_id"`
 	Sessions        int   `json:"sessions"`
 	Timers          int   `json:"timers"`
-	PendingMessages int   `json:"pendingServiceMessages"`
+	PendingMessages int   `json:"pending_service_messages"`
 }
 
 // readCMSnapshot counts the ConsensusModule, ClusterSession, Timer and
@@ -651,35 +674,43 @@ func readCMSnapshot(d string, info *archive.RecordingInfo) (*cmSnapshot, error) 
 
 // nodeDescription is what describe adds for a matchlog node directory.
 type nodeDescription struct {
-	Mark       *clusterMark `json:"markFile"`
-	Live       bool         `json:"live"`
-	LiveReason string       `json:"liveReason,omitempty"`
+	Mark       *clusterMark `json:"mark_file" doc:"cluster/cluster-mark.dat"`
+	Live       bool         `json:"live" doc:"a node looks live in the directory"`
+	LiveReason string       `json:"live_reason,omitempty"`
 	// NodeState is node-state.dat (candidateTermId, timestamp,
 	// logPosition), nil if missing or unreadable (then a problem).
-	NodeState *cluster.NodeState `json:"nodeState,omitempty"`
-	Log       *nodeLog           `json:"log,omitempty"`
-	Snapshot  *nodeSnap          `json:"latestSnapshot,omitempty"`
+	NodeState *nodeStateJSON `json:"node_state,omitempty"`
+	Log       *nodeLog       `json:"log,omitempty" doc:"the log recording"`
+	Snapshot  *nodeSnap      `json:"latest_snapshot,omitempty" doc:"the latest snapshot set of the recovery plan"`
 	// Problems are what could not be read (describe still exits 0 for
 	// them; recovery-plan and a start report them as errors).
-	Problems []string `json:"problems,omitempty"`
+	Problems []string `json:"problems,omitempty" doc:"what could not be read"`
+}
+
+// nodeStateJSON is node-state.dat.
+type nodeStateJSON struct {
+	CandidateTermID int64 `json:"candidate_term_id"`
+	Timestamp       int64 `json:"timestamp_ms" doc:"epoch ms"`
+	LogPosition     int64 `json:"log_position"`
 }
 
 type nodeLog struct {
-	RecordingID          int64    `json:"recordingId"`
-	StartPosition        int64    `json:"startPosition"`
-	StopPosition         int64    `json:"stopPosition"`
-	Terms                int      `json:"terms"`
-	LastLeadershipTermID int64    `json:"lastLeadershipTermId"`
-	Segments             []string `json:"segments"`
+	RecordingID          int64             `json:"recording_id"`
+	StartPosition        int64             `json:"start_position"`
+	StopPosition         int64             `json:"stop_position"`
+	Terms                int               `json:"terms" doc:"TERM entries"`
+	LastLeadershipTermID int64             `json:"last_leadership_term_id"`
+	Segments             []segmentFileJSON `json:"segments"`
 }
 
 type nodeSnap struct {
-	LogPosition      int64           `json:"logPosition"`
-	LeadershipTermID int64           `json:"leadershipTermId"`
-	Timestamp        int64           `json:"timestamp"`
-	RecordingIDs     []int64         `json:"recordingIds"` // consensus module, then service 0
+	LogPosition      int64           `json:"log_position"`
+	LeadershipTermID int64           `json:"leadership_term_id"`
+	Timestamp        int64           `json:"timestamp" doc:"cluster time, in timestamp_unit"`
+	TimestampUnit    string          `json:"timestamp_unit" doc:"ns (matchlog) or ms (Aeron's default)"`
+	RecordingIDs     []int64         `json:"recording_ids" doc:"the consensus module's, then service 0's"`
 	Engine           *engineSnapshot `json:"engine,omitempty"`
-	ConsensusModule  *cmSnapshot     `json:"consensusModule,omitempty"`
+	ConsensusModule  *cmSnapshot     `json:"consensus_module,omitempty"`
 }
 
 func describeNode(d string, mark *clusterMark, l *recordinglog.Log, entries []recordinglog.Entry,
@@ -688,7 +719,7 @@ func describeNode(d string, mark *clusterMark, l *recordinglog.Log, entries []re
 	n.Live, n.LiveReason = nodeLiveness(d, mark, now)
 	problem := func(format string, args ...any) { n.Problems = append(n.Problems, fmt.Sprintf(format, args...)) }
 	if st, err := cluster.ReadNodeState(vfs.Default, filepath.Join(d, "cluster")); err == nil {
-		n.NodeState = &st
+		n.NodeState = &nodeStateJSON{st.CandidateTermID, st.Timestamp, st.LogPosition}
 	} else {
 		problem("node state: %v", err)
 	}
@@ -725,7 +756,7 @@ func describeNode(d string, mark *clusterMark, l *recordinglog.Log, entries []re
 		return n
 	}
 	cm := plan.Snapshots[0]
-	s := &nodeSnap{LogPosition: cm.LogPosition, LeadershipTermID: cm.LeadershipTermID, Timestamp: cm.Timestamp}
+	s := &nodeSnap{LogPosition: cm.LogPosition, LeadershipTermID: cm.LeadershipTermID, Timestamp: cm.Timestamp, TimestampUnit: clusterTimeUnit(d)}
 	for _, sn := range plan.Snapshots {
 		s.RecordingIDs = append(s.RecordingIDs, sn.RecordingID)
 	}
@@ -766,7 +797,7 @@ func describeNodeText(w io.Writer, n *nodeDescription) error {
 	if lg := n.Log; lg != nil {
 		fmt.Fprintf(&b, "  log: recording %d startPosition=%d stopPosition=%d, %d term(s), last leadershipTermId=%d\n",
 			lg.RecordingID, lg.StartPosition, lg.StopPosition, lg.Terms, lg.LastLeadershipTermID)
-		fmt.Fprintf(&b, "    segments: %s\n", strings.Join(lg.Segments, ", "))
+		fmt.Fprintf(&b, "    segments: %s\n", segmentsText(lg.Segments))
 	} else {
 		b.WriteString("  log: none\n")
 	}
@@ -793,19 +824,23 @@ func describeNodeText(w io.Writer, n *nodeDescription) error {
 
 // ---- snapshot ----
 
+// snapshotClock and snapshotEpochClock are the clocks of the node `cluster
+// snapshot` starts (nil: the wall clock); the golden tests fix them.
+var snapshotClock, snapshotEpochClock func() int64
+
 // snapshotTimeout bounds the wait for the snapshot to be recorded.
 const snapshotTimeout = 10 * time.Minute
 
 // snapshotResult is what `cluster snapshot --json` prints.
 type snapshotResult struct {
-	Mode             string                   `json:"mode"`
-	LogPosition      int64                    `json:"logPosition"`
-	LeadershipTermID int64                    `json:"leadershipTermId"`
-	RecordingIDs     []int64                  `json:"recordingIds"`
-	StateHash        string                   `json:"stateHash"`
-	Engine           *engineSnapshot          `json:"engine"`
-	Replayed         int64                    `json:"replayed"`
-	Entries          []recordinglog.JSONEntry `json:"entries"`
+	Mode             string          `json:"snapshot_mode" doc:"pauseless or stw"`
+	LogPosition      int64           `json:"log_position" doc:"where the snapshot was taken: the end of the log"`
+	LeadershipTermID int64           `json:"leadership_term_id" doc:"the new term the node started"`
+	RecordingIDs     []int64         `json:"recording_ids" doc:"the consensus module's, then service 0's"`
+	StateHash        string          `json:"state_hash" doc:"the node's engine state hash"`
+	Engine           *engineSnapshot `json:"engine" doc:"the new engine snapshot, read back strictly"`
+	Replayed         int64           `json:"replayed_entries" doc:"log entries replayed on the start"`
+	Entries          []entryJSON     `json:"entries" doc:"the SNAPSHOT entries added to recording.log"`
 }
 
 // checkSnapshotDir refuses what `cluster snapshot` must not open: a
@@ -854,7 +889,8 @@ func clusterSnapshot(f *clusterFlags, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	opts := cluster.Options{Dir: d, FileSyncLevel: 1, AppVersion: appVersion, SnapshotMode: cluster.Pauseless}
+	opts := cluster.Options{Dir: d, FileSyncLevel: 1, AppVersion: appVersion, SnapshotMode: cluster.Pauseless,
+		Clock: snapshotClock, EpochClock: snapshotEpochClock}
 	if f.mode == "stw" {
 		opts.SnapshotMode = cluster.StopTheWorld
 	}
@@ -925,7 +961,7 @@ func clusterSnapshot(f *clusterFlags, stdout io.Writer) error {
 	if res.Engine.StateHash != res.StateHash {
 		return fmt.Errorf("the new snapshot's state hash %s differs from the node's %s", res.Engine.StateHash, res.StateHash)
 	}
-	res.Entries = recordinglog.ToJSON(added).Entries
+	res.Entries = toEntriesJSON(added, "ns")
 	if f.jsonOut {
 		return writeJSON(stdout, res)
 	}

@@ -46,16 +46,16 @@ func TestClusterRecordingLog(t *testing.T) {
 	if len(doc.Entries) != 3 {
 		t.Fatalf("entries: %v", doc.Entries)
 	}
-	for _, k := range []string{"recordingId", "leadershipTermId", "termBaseLogPosition", "logPosition", "timestamp", "serviceId", "type", "valid"} {
+	for _, k := range []string{"recording_id", "leadership_term_id", "term_base_log_position", "log_position", "timestamp", "service_id", "type", "valid"} {
 		if _, ok := doc.Entries[0][k]; !ok {
 			t.Errorf("entry has no %q: %v", k, doc.Entries[0])
 		}
 	}
 	e := doc.Entries[2]
-	if e["type"] != "SNAPSHOT" || e["recordingId"] != 2.0 || e["serviceId"] != -1.0 || e["logPosition"] != 115744.0 || e["valid"] != true {
+	if e["type"] != "SNAPSHOT" || e["recording_id"] != 2.0 || e["service_id"] != -1.0 || e["log_position"] != 115744.0 || e["valid"] != true {
 		t.Errorf("third entry %v", e)
 	}
-	if doc.Entries[0]["type"] != "TERM" || doc.Entries[0]["logPosition"] != -1.0 {
+	if doc.Entries[0]["type"] != "TERM" || doc.Entries[0]["log_position"] != -1.0 {
 		t.Errorf("first entry %v", doc.Entries[0])
 	}
 }
@@ -76,7 +76,7 @@ func TestClusterRecoveryPlan(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &p); code != 0 || err != nil {
 		t.Fatalf("--json: exit %d, %v\n%s", code, err, out)
 	}
-	if p["complete"] != true || p["committedLogPosition"] != 115744.0 || p["replayFrom"] != 115744.0 || p["replayTo"] != 231264.0 {
+	if p["complete"] != true || p["committed_log_position"] != 115744.0 || p["replay_from"] != 115744.0 || p["replay_to"] != 231264.0 {
 		t.Errorf("json plan %v", p)
 	}
 	// Two services: the set is incomplete, the plan says which entry is in
@@ -110,40 +110,6 @@ func TestClusterInvalidateLatestSnapshot(t *testing.T) {
 	}
 }
 
-func TestClusterDescribe(t *testing.T) {
-	d := fixtures.CopyAeronSingleNode(t)
-	code, out, errb := runCLI(t, "cluster", "describe", "--dir", d)
-	if code != 0 || errb != "" {
-		t.Fatalf("exit %d, stderr %q", code, errb)
-	}
-	for _, s := range []string{
-		"3 entries, 192 bytes",
-		"#0 @0 TERM valid recordingId=0 leadershipTermId=0 termBaseLogPosition=0 logPosition=-1",
-		"recording 0: VALID startPosition=0 stopPosition=231264 initialTermId=0 termBufferLength=65536 segmentFileLength=131072 mtuLength=1408",
-		"segments: 0-0.rec (131072 bytes), 0-131072.rec (131072 bytes)",
-		"recording 1: VALID startPosition=0 stopPosition=352",
-		"recording 2: VALID startPosition=0 stopPosition=480",
-		"referenced by: SNAPSHOT term 0 service -1 logPosition 115744",
-	} {
-		if !strings.Contains(out, s) {
-			t.Errorf("describe lacks %q:\n%s", s, out)
-		}
-	}
-	code, out, _ = runCLI(t, "cluster", "describe", "--dir", d, "--json")
-	var doc struct {
-		RecordingLog struct {
-			Entries []map[string]any `json:"entries"`
-		} `json:"recordingLog"`
-		Recordings []map[string]any `json:"recordings"`
-	}
-	if err := json.Unmarshal([]byte(out), &doc); code != 0 || err != nil || len(doc.RecordingLog.Entries) != 3 || len(doc.Recordings) != 3 {
-		t.Fatalf("--json: exit %d, %v\n%s", code, err, out)
-	}
-	if r := doc.Recordings[0]; r["recordingId"] != 0.0 || r["stopPosition"] != 231264.0 || r["inCatalog"] != true {
-		t.Errorf("recording 0: %v", r)
-	}
-}
-
 func TestClusterErrors(t *testing.T) {
 	d := fixtures.CopyAeronSingleNode(t)
 	for _, args := range [][]string{
@@ -163,7 +129,7 @@ func TestClusterErrors(t *testing.T) {
 	// A missing directory, a torn recording.log, a log recording missing
 	// from the catalog: exit 1 with the reason.
 	if code, _, errb := runCLI(t, "cluster", "recording-log", "--dir", filepath.Join(d, "nope")); code != 1 ||
-		!strings.Contains(errb, "recordinglog: open") {
+		!strings.Contains(errb, "no recording.log in "+filepath.Join(d, "nope", "cluster")+" or in "+filepath.Join(d, "nope")+": --dir names a node directory") {
 		t.Errorf("missing dir: exit %d, %q", code, errb)
 	}
 	rl := filepath.Join(d, "cluster", "recording.log")
@@ -301,13 +267,13 @@ func buildNodeDir(t *testing.T) (string, *enginetest.Gen, string) {
 }
 
 type snapshotJSON struct {
-	Mode             string  `json:"mode"`
-	LogPosition      int64   `json:"logPosition"`
-	LeadershipTermID int64   `json:"leadershipTermId"`
-	RecordingIDs     []int64 `json:"recordingIds"`
-	StateHash        string  `json:"stateHash"`
+	Mode             string  `json:"snapshot_mode"`
+	LogPosition      int64   `json:"log_position"`
+	LeadershipTermID int64   `json:"leadership_term_id"`
+	RecordingIDs     []int64 `json:"recording_ids"`
+	StateHash        string  `json:"state_hash"`
 	Engine           struct {
-		StateHash string `json:"stateHash"`
+		StateHash string `json:"state_hash"`
 		Orders    uint64 `json:"orders"`
 		Verified  bool   `json:"verified"`
 	} `json:"engine"`
@@ -324,21 +290,21 @@ func runSnapshotJSON(t *testing.T, args ...string) snapshotJSON {
 	return s
 }
 
-type planJSON struct {
+type planDoc struct {
 	Complete  bool `json:"complete"`
 	Snapshots []struct {
-		RecordingID int64 `json:"recordingId"`
-		LogPosition int64 `json:"logPosition"`
-		ServiceID   int32 `json:"serviceId"`
+		RecordingID int64 `json:"recording_id"`
+		LogPosition int64 `json:"log_position"`
+		ServiceID   int32 `json:"service_id"`
 	} `json:"snapshots"`
-	ReplayFrom int64 `json:"replayFrom"`
-	ReplayTo   int64 `json:"replayTo"`
+	ReplayFrom int64 `json:"replay_from"`
+	ReplayTo   int64 `json:"replay_to"`
 }
 
-func runPlanJSON(t *testing.T, dir string) planJSON {
+func runPlanJSON(t *testing.T, dir string) planDoc {
 	t.Helper()
 	code, out, errb := runCLI(t, "cluster", "recovery-plan", "--dir", dir, "--json")
-	var p planJSON
+	var p planDoc
 	if err := json.Unmarshal([]byte(out), &p); code != 0 || err != nil {
 		t.Fatalf("recovery-plan: exit %d, stderr %q, %v\n%s", code, errb, err, out)
 	}
@@ -383,21 +349,23 @@ func TestClusterNodeSnapshot(t *testing.T) {
 		Node struct {
 			Live bool `json:"live"`
 			Log  struct {
-				RecordingID  int64    `json:"recordingId"`
-				StopPosition int64    `json:"stopPosition"`
-				Segments     []string `json:"segments"`
+				RecordingID  int64 `json:"recording_id"`
+				StopPosition int64 `json:"stop_position"`
+				Segments     []struct {
+					Name string `json:"name"`
+				} `json:"segments"`
 			} `json:"log"`
 			Snapshot struct {
-				LogPosition  int64   `json:"logPosition"`
-				RecordingIDs []int64 `json:"recordingIds"`
+				LogPosition  int64   `json:"log_position"`
+				RecordingIDs []int64 `json:"recording_ids"`
 				Engine       struct {
-					StateHash string `json:"stateHash"`
+					StateHash string `json:"state_hash"`
 					Orders    uint64 `json:"orders"`
 				} `json:"engine"`
 				ConsensusModule struct {
 					Sessions int `json:"sessions"`
-				} `json:"consensusModule"`
-			} `json:"latestSnapshot"`
+				} `json:"consensus_module"`
+			} `json:"latest_snapshot"`
 		} `json:"node"`
 	}
 	code, out, _ = runCLI(t, "cluster", "describe", "--dir", dir, "--json")
@@ -436,10 +404,10 @@ func TestClusterNodeSnapshot(t *testing.T) {
 	tn := openTestNode(t, dir, gen)
 	tn.submit(200)
 	hash2 := tn.close()
-	code, out, errb = runCLI(t, "cluster", "snapshot", "--dir", dir, "--mode", "stw", "--workers", "2")
+	code, out, errb = runCLI(t, "cluster", "snapshot", "--dir", dir, "--snapshot-mode", "stw", "--workers", "2")
 	if code != 0 || errb != "" || !strings.HasPrefix(out, "snapshot (stw) at logPosition=") ||
 		!strings.Contains(out, "engine: stateHash="+hash2+" ") || strings.Count(out, "[SNAPSHOT") != 2 {
-		t.Fatalf("snapshot --mode stw: exit %d, stderr %q\n%s", code, errb, out)
+		t.Fatalf("snapshot --snapshot-mode stw: exit %d, stderr %q\n%s", code, errb, out)
 	}
 	plan2 := runPlanJSON(t, dir)
 	if plan2.Snapshots[0].LogPosition <= s1.LogPosition {
@@ -510,7 +478,7 @@ func TestClusterSnapshotRefusals(t *testing.T) {
 	if err := os.Mkdir(empty, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if code, _, errb := runCLI(t, "cluster", "snapshot", "--dir", empty); code != 1 || !strings.Contains(errb, "recordinglog: open") {
+	if code, _, errb := runCLI(t, "cluster", "snapshot", "--dir", empty); code != 1 || !strings.Contains(errb, "no recording.log in") {
 		t.Errorf("empty dir: exit %d, stderr %q", code, errb)
 	}
 	if names, _ := os.ReadDir(empty); len(names) != 0 {
@@ -585,8 +553,8 @@ func TestClusterSnapshotRefusals(t *testing.T) {
 
 	// Bad flags.
 	for _, args := range [][]string{
-		{"cluster", "snapshot", "--dir", dir, "--mode", "fast"}, {"cluster", "snapshot", "--dir", dir, "--workers", "-1"},
-		{"cluster", "describe", "--dir", dir, "--mode", "stw"},
+		{"cluster", "snapshot", "--dir", dir, "--snapshot-mode", "fast"}, {"cluster", "snapshot", "--dir", dir, "--snapshot-mode", "stw,pauseless"}, {"cluster", "snapshot", "--dir", dir, "--workers", "-1"},
+		{"cluster", "describe", "--dir", dir, "--snapshot-mode", "stw"},
 	} {
 		if code, _, errb := runCLI(t, args...); code != 2 || errb == "" {
 			t.Errorf("%q: exit %d, stderr %q; want 2", args, code, errb)

@@ -20,10 +20,11 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 	var o demo.Options
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.StringVar(&o.Dir, "dir", "", "node directory (default: a temporary directory, removed afterwards)")
-	fs.IntVar(&o.Orders, "orders", 1_000_000, "resting orders to preload")
+	orders, syncLevel := intList{1_000_000}, intList{1}
+	fs.Var(&orders, "orders", "resting orders to preload (one value)")
 	fs.IntVar(&o.Instruments, "instruments", 8, "instruments the orders are spread over")
-	fs.Float64Var(&o.Rate, "rate", 5000, "probe orders a second")
-	fs.IntVar(&o.SyncLevel, "sync", 1, "file sync level of the log: 0 none, 1 data, 2 data and metadata")
+	rate := fs.Int("rate", 5000, "probe orders a second (an integer)")
+	fs.Var(&syncLevel, "sync", syncFlagHelp+"; one value here")
 	fs.DurationVar(&o.Baseline, "baseline", 3*time.Second, "probes before the first snapshot")
 	fs.DurationVar(&o.Gap, "gap", 1500*time.Millisecond, "probes after each snapshot and after the restart")
 	fs.Uint64Var(&o.Seed, "seed", 1, "seed of the preloaded book")
@@ -46,6 +47,14 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 		fs.Usage()
 		return errUsage
 	}
+	var err error
+	if o.Orders, err = orders.one("orders"); err != nil {
+		return bad("%v", err)
+	}
+	if o.SyncLevel, err = syncLevel.one("sync"); err != nil {
+		return bad("%v", err)
+	}
+	o.Rate = float64(*rate)
 	switch {
 	case o.Orders < 1:
 		return bad("--orders must be at least 1")

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"time"
 
 	"github.com/matchlog/matchlog/engine/enginetest"
@@ -24,7 +25,8 @@ var (
 // them (--snapshots=false, through [enginetest.RunDiff]).
 func runDifftest(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("difftest", flag.ContinueOnError)
-	seed := fs.Int64("seed", 1, "seed of the random command stream")
+	seedFlag := fs.Uint64("seed", 1, "seed of the random command stream (0 to 9223372036854775807)")
+	asJSON := fs.Bool("json", false, "print the summary as one JSON object")
 	n := fs.Int("commands", 1_000_000, "number of commands")
 	check := fs.Bool("check", false, "also run the engine's structure checker after every command (slow)")
 	snapshots := fs.Bool("snapshots", true, "take snapshots at random points, restore them into fresh engines and compare those too")
@@ -45,10 +47,16 @@ func runDifftest(args []string, stdout, stderr io.Writer) error {
 			"On the first divergence it prints both sides' events and the command line that\n"+
 			"reproduces it, and exits with status 1.\n\n")
 		fs.PrintDefaults()
+		fmt.Fprintf(fs.Output(), "\nWith --json, one JSON object (indented) with these fields:\n%s", jsonDoc(difftestJSON{}))
 	}
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
+	if *seedFlag > math.MaxInt64 {
+		fmt.Fprintf(stderr, "difftest: --seed %d: at most %d\n", *seedFlag, int64(math.MaxInt64))
+		return errUsage
+	}
+	seed := new(int64(*seedFlag))
 	switch {
 	case *n <= 0:
 		fmt.Fprint(stderr, "difftest: --commands must be positive\n")
@@ -79,6 +87,9 @@ func runDifftest(args []string, stdout, stderr io.Writer) error {
 			return diffError(*seed, err, stderr)
 		}
 		elapsed := time.Since(start)
+		if *asJSON {
+			return writeJSON(stdout, toDifftestJSON(res, nil, elapsed))
+		}
 		fmt.Fprintf(stdout, "difftest: engine and model agree: %v (%.1fs, %.0f commands/s)\n",
 			res, elapsed.Seconds(), float64(res.Commands)/elapsed.Seconds())
 		return nil
@@ -89,10 +100,53 @@ func runDifftest(args []string, stdout, stderr io.Writer) error {
 		return diffError(*seed, err, stderr)
 	}
 	elapsed := time.Since(start)
+	if *asJSON {
+		return writeJSON(stdout, toDifftestJSON(res.DiffResult, &res, elapsed))
+	}
 	fmt.Fprintf(stdout, "difftest: engine and model agree: %v (%.1fs, %.0f commands/s)\n",
 		res.DiffResult, elapsed.Seconds(), float64(res.Commands)/elapsed.Seconds())
 	fmt.Fprintf(stdout, "difftest: restored snapshots agree: %v\n", res)
 	return nil
+}
+
+// difftestJSON is `difftest --json`.
+type difftestJSON struct {
+	Seed      int64                  `json:"seed"`
+	Commands  int                    `json:"commands"`
+	Events    int                    `json:"events" doc:"events emitted by each side"`
+	Trades    int                    `json:"trades"`
+	Rejects   int                    `json:"rejects"`
+	Ignored   int                    `json:"ignored" doc:"commands ignored as resent"`
+	Resting   int                    `json:"resting_orders" doc:"at the end"`
+	Armed     int                    `json:"armed_triggers" doc:"at the end"`
+	StateHash string                 `json:"state_hash" doc:"the final state hash, 16 hex digits (equal on both sides)"`
+	ElapsedMs int64                  `json:"elapsed_ms" doc:"wall-clock time of the run"`
+	Snapshots *difftestSnapshotsJSON `json:"snapshots,omitempty" doc:"absent with --snapshots=false"`
+}
+
+type difftestSnapshotsJSON struct {
+	Taken       int    `json:"taken"`
+	Linear      int    `json:"linear"`
+	Parallel    int    `json:"parallel"`
+	Workers     int    `json:"workers"`
+	Restores    int    `json:"restores" doc:"snapshots restored and checked"`
+	Rotated     int    `json:"rotated" doc:"snapshots that crossed into another term"`
+	MaxOrders   uint64 `json:"max_orders" doc:"resting orders in the largest snapshot"`
+	Bytes       int64  `json:"bytes" doc:"written to the logs by the restored snapshots"`
+	ByteChecks  int    `json:"byte_checks" doc:"parallel takes compared byte for byte with a linear take"`
+	EventChecks int    `json:"event_checks"`
+	HashChecks  int    `json:"hash_checks"`
+}
+
+func toDifftestJSON(d enginetest.DiffResult, r *snaptest.Result, elapsed time.Duration) difftestJSON {
+	out := difftestJSON{Seed: d.Seed, Commands: d.Commands, Events: d.Events, Trades: d.Trades, Rejects: d.Rejects,
+		Ignored: d.Ignored, Resting: d.Resting, Armed: d.Armed, StateHash: fmt.Sprintf("%016x", d.StateHash),
+		ElapsedMs: elapsed.Milliseconds()}
+	if r != nil {
+		out.Snapshots = &difftestSnapshotsJSON{r.Snapshots, r.Linear, r.Parallel, r.Workers, r.Restores, r.Rotated,
+			r.MaxOrders, r.Bytes, r.ByteChecks, r.EventChecks, r.HashChecks}
+	}
+	return out
 }
 
 // diffError prints a divergence in full on stderr and returns the one-line

@@ -12,12 +12,10 @@ import (
 
 // runEngine dispatches `matchlog engine <subverb>`.
 func runEngine(args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] != "run" {
-		fmt.Fprint(stderr, "usage: matchlog engine run --in commands.jsonl [--out events.jsonl]\n")
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
-			return flag.ErrHelp
-		}
-		return errUsage
+	const engineUsage = "usage: matchlog engine run --in commands.jsonl [--out events.jsonl]\n\n" +
+		"Run 'matchlog help engine run' for the flags.\n"
+	if _, ok, err := subcommand("engine", args, func(n string) bool { return n == "run" }, engineUsage, stderr); !ok {
+		return err
 	}
 	fs := flag.NewFlagSet("engine run", flag.ContinueOnError)
 	in := fs.String("in", "", "commands, one JSON object per line (required; - for stdin)")
@@ -26,7 +24,8 @@ func runEngine(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(fs.Output(), "usage: matchlog engine run --in commands.jsonl [--out events.jsonl]\n\n"+
 			"Applies each command to a new engine as it is read and writes the events, then a line\n"+
 			"with the state hash. A bad line stops the run: its events so far are written, nothing\n"+
-			"after it is applied, and the exit status is 1. Formats: see README.md.\n\n")
+			"after it is applied, and the exit status is 1. A line may be at most 1 MiB long.\n"+
+			"Formats: see README.md (and go doc ./internal/scenario).\n\n")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args[1:], stderr); err != nil {

@@ -32,10 +32,11 @@ func init() {
 		{"difftest", "difftest", "run the B-tree engine and the model side by side on a seeded random stream", runDifftest},
 		{"cluster", "cluster <cmd>", "Aeron ClusterTool-style: recording-log, recovery-plan, snapshot, invalidate-latest-snapshot, describe", runCluster},
 		{"archive", "archive <cmd>", "Aeron ArchiveTool-style: describe, verify, detach, delete, purge, replay", runArchive},
-		{"bench", "bench <what>", "measure: engine (mix, depth, heap, clone, restore), snapshot (take, restore), archive (recorder vs raw writes)", func(args []string, _, _ io.Writer) error { return runBench(args) }},
+		{"bench", "bench <what>", "measure: engine (mix, depth, heap, clone, restore), snapshot (take, restore), archive (recorder vs raw writes), cluster (client pause at a snapshot)", runBench},
 		{"node", "node", "run a node: TCP ingress/egress on 127.0.0.1, until SIGINT/SIGTERM", runNode},
 		{"demo", "demo", "the main job: a node on 127.0.0.1, 1M orders preloaded, probes, both snapshots, a restart; a report (--json, --plot)", runDemo},
-		{"help", "help", "show this list", func(_ []string, stdout, _ io.Writer) error { usage(stdout); return nil }},
+		{"client", "client", "send commands (JSON lines) to a running node and print its events; `client depth`: live depth", runClient},
+		{"help", "help [verb [cmd]]", "show this list, or a verb's help (its flags and its JSON output)", runHelp},
 	}
 }
 
@@ -47,9 +48,31 @@ Usage: matchlog <verb> [flags]
 Verbs:
 `)
 	for _, v := range verbs {
-		fmt.Fprintf(w, "  %-12s %s\n", v.usage, v.summary)
+		fmt.Fprintf(w, "  %-17s %s\n", v.usage, v.summary)
 	}
-	fmt.Fprint(w, "\nRun 'matchlog <verb> -h' for a verb's flags.\n")
+	fmt.Fprint(w, "\nRun 'matchlog help <verb> [<cmd>]' (or 'matchlog <verb> [<cmd>] -h') for a verb's flags and output.\n"+
+		"--dir is the node directory everywhere (cluster verbs also take its cluster/, archive verbs its archive/).\n")
+}
+
+// runHelp is `matchlog help [verb [cmd]]`: the list of verbs, or the help
+// of a verb (and of one of its commands), on stdout.
+func runHelp(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		usage(stdout)
+		return nil
+	}
+	for _, v := range verbs {
+		if v.name == args[0] && v.name != "help" {
+			err := v.run(append(append([]string{}, args[1:]...), "-h"), stdout, stdout)
+			if errors.Is(err, flag.ErrHelp) {
+				return nil
+			}
+			return err
+		}
+	}
+	fmt.Fprintf(stderr, "matchlog help: unknown verb %q\n", args[0])
+	usage(stderr)
+	return errUsage
 }
 
 // errUsage marks an error in the command line: exit status 2.
@@ -85,7 +108,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "matchlog %s: %v\n", name, err)
 		return 1
 	}
-	fmt.Fprintf(stderr, "matchlog: unknown verb %q\n\n", name)
+	fmt.Fprintf(stderr, "matchlog: unknown verb %q\n", name)
 	usage(stderr)
 	return 2
 }

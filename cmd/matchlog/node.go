@@ -22,8 +22,8 @@ import (
 type nodeFlags struct {
 	dir            string
 	listen         string
-	sync           int
-	mode           string
+	sync           intList
+	mode           modeList
 	everyBytes     int64
 	onExit         bool
 	sessionTimeout time.Duration
@@ -44,12 +44,12 @@ type nodeConfig struct {
 // parseNodeFlags parses and checks `matchlog node`'s flags into server
 // options; the logger it sets writes to stderr.
 func parseNodeFlags(args []string, stderr io.Writer) (nodeConfig, error) {
-	f := nodeFlags{listen: server.DefaultAddr, sync: 1, mode: "pauseless", sessionTimeout: server.DefaultSessionTimeout}
+	f := nodeFlags{listen: server.DefaultAddr, sync: intList{1}, mode: modeList{"pauseless"}, sessionTimeout: server.DefaultSessionTimeout}
 	fs := flag.NewFlagSet("node", flag.ContinueOnError)
 	fs.StringVar(&f.dir, "dir", "", "node directory holding cluster/ and archive/ (required; created on a first start)")
 	fs.StringVar(&f.listen, "listen", f.listen, "TCP listen address, a loopback host (port 0: any free port)")
-	fs.IntVar(&f.sync, "sync", f.sync, "file sync level of the log: 0 none, 1 data, 2 data and metadata")
-	fs.StringVar(&f.mode, "snapshot-mode", f.mode, "snapshot mode: pauseless (copy-on-write clone encoded in the background) or stw (stop the world)")
+	fs.Var(&f.sync, "sync", syncFlagHelp+"; one value here")
+	fs.Var(&f.mode, "snapshot-mode", snapshotModeFlagHelp+"; one value here")
 	fs.Int64Var(&f.everyBytes, "snapshot-every-bytes", 0, "take a snapshot every N bytes of log (0: only on request or exit)")
 	fs.BoolVar(&f.onExit, "snapshot-on-exit", false, "take a snapshot before exiting on SIGINT/SIGTERM")
 	fs.DurationVar(&f.sessionTimeout, "session-timeout", f.sessionTimeout, "close a session whose client sent nothing for this long")
@@ -82,17 +82,20 @@ func parseNodeFlags(args []string, stderr io.Writer) (nodeConfig, error) {
 	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
 		return bad("--listen %q: the host must be a loopback address (the server has no authentication)", f.listen)
 	}
-	if f.sync < 0 || f.sync > 2 {
-		return bad("--sync %d: want 0, 1 or 2", f.sync)
+	syncLevel, err := f.sync.one("sync")
+	if err != nil {
+		return bad("%v", err)
 	}
-	var mode cluster.SnapshotMode
-	switch f.mode {
-	case "pauseless":
-		mode = cluster.Pauseless
-	case "stw":
+	if syncLevel < 0 || syncLevel > 2 {
+		return bad("--sync %d: want 0, 1 or 2", syncLevel)
+	}
+	modeName, err := f.mode.one()
+	if err != nil {
+		return bad("%v", err)
+	}
+	mode := cluster.Pauseless
+	if modeName == "stw" {
 		mode = cluster.StopTheWorld
-	default:
-		return bad("--snapshot-mode %q: want pauseless or stw", f.mode)
 	}
 	if f.everyBytes < 0 {
 		return bad("--snapshot-every-bytes must not be negative")
@@ -111,7 +114,7 @@ func parseNodeFlags(args []string, stderr io.Writer) (nodeConfig, error) {
 	}
 	return nodeConfig{Options: server.Options{
 		Addr: f.listen,
-		Node: cluster.Options{Dir: f.dir, FileSyncLevel: f.sync, SnapshotMode: mode,
+		Node: cluster.Options{Dir: f.dir, FileSyncLevel: syncLevel, SnapshotMode: mode,
 			SnapshotEveryBytes: f.everyBytes},
 		SessionTimeout:     f.sessionTimeout,
 		SnapshotOnShutdown: f.onExit,
