@@ -5,6 +5,7 @@ import (
 
 	"github.com/matchlog/matchlog/cluster"
 	"github.com/matchlog/matchlog/internal/vfs"
+	"github.com/matchlog/matchlog/server/metrics"
 )
 
 // nopService applies nothing and answers every message with one egress
@@ -29,16 +30,47 @@ func (s *nopService) OnTerminate(cluster.Cluster) error { return nil }
 
 // TestSteadyStateAllocs: once its buffers have grown, the node sequences,
 // records, applies and releases a message without allocating (Offer
-// copies into a reused arena).
+// copies into a reused arena) — also with the metrics' hooks set (the
+// duty-cycle histogram and the file system timing every sync, at file sync
+// level 1 so that every cycle syncs).
 func TestSteadyStateAllocs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("allocation counts differ under -race")
 	}
+	t.Run("plain", func(t *testing.T) { steadyStateAllocs(t, nil, 0) })
+	t.Run("metrics", func(t *testing.T) {
+		m := metrics.New(metrics.Options{})
+		steadyStateAllocs(t, m, 1)
+		mfs, err := m.Registry().Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		counts := map[string]uint64{}
+		for _, mf := range mfs {
+			for _, s := range mf.GetMetric() {
+				if h := s.GetHistogram(); h != nil {
+					counts[mf.GetName()] += h.GetSampleCount()
+				}
+			}
+		}
+		// 701 measured cycles of 3 DoWork, at least one with work each,
+		// and at least one data sync per cycle.
+		if counts["matchlog_duty_cycle_seconds"] < 700 || counts["matchlog_file_sync_seconds"] < 700 {
+			t.Fatalf("histogram sample counts %v: the hooks were not called", counts)
+		}
+	})
+}
+
+func steadyStateAllocs(t *testing.T, m *metrics.Metrics, syncLevel int) {
 	released := 0
-	n, err := cluster.Open(cluster.Options{FS: vfs.Default, Dir: t.TempDir(), Service: &nopService{},
-		TermLength: 64 * 1024, SegmentLength: 1 << 20, FileSyncLevel: 0,
+	opts := cluster.Options{FS: vfs.Default, Dir: t.TempDir(), Service: &nopService{},
+		TermLength: 64 * 1024, SegmentLength: 1 << 20, FileSyncLevel: syncLevel,
 		Clock:  func() int64 { return 1 },
-		Egress: func(int64, []byte) { released++ }})
+		Egress: func(int64, []byte) { released++ }}
+	if m != nil {
+		m.InstrumentNode(&opts)
+	}
+	n, err := cluster.Open(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

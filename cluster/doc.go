@@ -232,4 +232,14 @@
 // caller's goroutine. Connect, Offer, CloseSession and RequestSnapshot may be
 // called from any goroutine. A pauseless snapshot is written on a goroutine
 // of the node's, which touches only the frozen state and the archive.
+//
+// # Logs and metrics
+//
+// Options.Logger (log/slog; nil logs nothing) gets one record per
+// lifecycle event with the positions in attributes: recovery plan, open,
+// snapshot start, end or failure, node failure, close (logging.go); the
+// duty cycle's steady state logs nothing. Stats holds the counters and
+// positions (P, durable, S, A) that package server/metrics reads at scrape
+// time; Options.DutyCycle observes the duration of each DoWork that did
+// work, without allocating.
 package cluster

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -107,6 +108,14 @@ type Options struct {
 	// MaxBatch bounds the ingress messages sequenced per DoWork
 	// (default 1024).
 	MaxBatch int
+	// Logger receives one record per lifecycle event (open, recovery
+	// plan, snapshot start and end, failure, close) with the positions in
+	// attributes; see logging.go. Nil discards them.
+	Logger *slog.Logger
+	// DutyCycle, if set, observes how long each DoWork that did work
+	// took, in seconds (a prometheus.Histogram is one). It is called on
+	// the goroutine that runs DoWork and must neither block nor allocate.
+	DutyCycle Observer
 	// EpochClock returns the wall-clock time in epoch ms for the activity
 	// timestamp of cluster-mark.dat, as Aeron's epoch clock
 	// (time.Now().UnixMilli if nil). Mark-file liveness is real time even
@@ -121,6 +130,12 @@ type Options struct {
 	// of another program's directory): for an operator who knows that the
 	// running process a fresh mark file names is no node (a reused pid).
 	IgnoreLiveMarkFile bool
+}
+
+// Observer receives measurements (Options.DutyCycle).
+// prometheus.Histogram implements it.
+type Observer interface {
+	Observe(v float64)
 }
 
 // DefaultSnapshotNice is Options.SnapshotNice's default.
@@ -150,6 +165,17 @@ type Stats struct {
 	LogPosition   int64 // appended log position
 	DurableLog    int64 // durable log position
 	SnapshotBytes int64 // bytes of completed snapshot recordings
+	// SnapshotPosition is the log position S of the latest snapshot set
+	// (taken by this node or loaded at Open), -1 when there is none.
+	SnapshotPosition int64
+	// ArchiveStart is the start position A of the log recording in the
+	// catalog: the earliest log position still on disk.
+	ArchiveStart int64
+	// LastSnapshotBytes is the length of the last snapshot set's
+	// recordings; SnapshotInProgress is true while a snapshot is being
+	// written.
+	LastSnapshotBytes  int64
+	SnapshotInProgress bool
 	// LastSnapshotWrite is how long the last snapshot set took to write
 	// (on the snapshot goroutine when pauseless).
 	LastSnapshotWrite time.Duration
@@ -341,6 +367,9 @@ func (o *Options) defaults() {
 	if o.MarkFileTimeout <= 0 {
 		o.MarkFileTimeout = DefaultMarkFileTimeout
 	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
 }
 
 // snapshotTermLength is the term length of a service snapshot's
@@ -394,8 +423,10 @@ func Open(opts Options) (*Node, error) {
 			stampMarkFile(n.mark, -1) // this node does not run after all
 		}
 		n.closeFiles(true)
+		n.logOpenFailed(err)
 		return nil, err
 	}
+	n.logOpen()
 	return n, nil
 }
 
@@ -530,6 +561,14 @@ func (n *Node) Stats() Stats {
 	if n.pub != nil {
 		s.LogPosition = n.pub.Position()
 	}
+	s.SnapshotPosition = -1
+	if n.lastSnapPos > 0 {
+		s.SnapshotPosition = n.lastSnapPos
+	}
+	if n.rec != nil {
+		s.ArchiveStart = n.rec.desc.StartPosition
+	}
+	s.SnapshotInProgress = n.job != nil
 	return s
 }
 
@@ -574,10 +613,15 @@ func (n *Node) DoWork() (int, error) {
 func (n *Node) fail(err error) {
 	if n.failed == nil {
 		n.failed = err
+		n.logFailed(err)
 	}
 }
 
 func (n *Node) doWork() (int, error) {
+	var t0 time.Time
+	if n.opts.DutyCycle != nil {
+		t0 = time.Now()
+	}
 	if now := n.opts.EpochClock(); now-n.markMs >= MarkFileUpdateInterval.Milliseconds() || now < n.markMs {
 		// One positional write, no sync: liveness, not durability.
 		if err := stampMarkFile(n.mark, now); err != nil {
@@ -600,7 +644,11 @@ func (n *Node) doWork() (int, error) {
 		return work, err
 	}
 	// Work is what was sequenced, recorded, released or completed.
-	return work + int(n.stats.Snapshots+n.stats.Released+n.rec.blocks-before), nil
+	work += int(n.stats.Snapshots + n.stats.Released + n.rec.blocks - before)
+	if n.opts.DutyCycle != nil && work > 0 {
+		n.opts.DutyCycle.Observe(time.Since(t0).Seconds())
+	}
+	return work, nil
 }
 
 // Pending is how many ingress messages wait to be sequenced plus how many
@@ -866,7 +914,9 @@ func (n *Node) Close() error {
 	n.mu.Lock()
 	n.closed = true
 	n.mu.Unlock()
-	return errors.Join(err, n.closeFiles(n.failed != nil || err != nil))
+	err = errors.Join(err, n.closeFiles(n.failed != nil || err != nil))
+	n.logClose(err)
+	return err
 }
 
 // closeFiles closes recording.log, the mark file and, unless abandon, the

@@ -97,6 +97,7 @@ func (n *Node) open() error {
 	if len(issues) > 0 {
 		return fmt.Errorf("cluster: cannot start: %w", PlanError(issues))
 	}
+	n.logPlan(plan)
 	if err := n.recover(plan); err != nil {
 		return err
 	}

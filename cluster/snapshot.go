@@ -42,6 +42,7 @@ func (n *Node) startSnapshot(pos, ts int64) error {
 	n.lastTime = max(n.lastTime, ts)
 	job.pauseless = n.psvc != nil && n.actionMode == Pauseless
 	n.actionMode = n.opts.SnapshotMode
+	n.logSnapshotStart(job)
 	if job.pauseless {
 		task, err := n.psvc.PrepareSnapshot(info)
 		if err != nil {
@@ -102,7 +103,9 @@ func (n *Node) pollSnapshot(wait bool) error {
 	}
 	n.job = nil
 	if job.err != nil {
-		return fmt.Errorf("cluster: snapshot at log position %d: %w", job.info.LogPosition, job.err)
+		err := fmt.Errorf("cluster: snapshot at log position %d: %w", job.info.LogPosition, job.err)
+		n.logSnapshotFailed(job, err)
+		return err
 	}
 	pos := job.info.LogPosition
 	if job.logSynced >= pos {
@@ -138,8 +141,10 @@ func (n *Node) pollSnapshot(wait bool) error {
 	n.stats.LastSnapshotArchive = job.archive
 	n.stats.LastSnapshotNiceErr = job.niceErr
 	n.stats.LastSnapshotLogSync = job.logSync
+	n.stats.LastSnapshotBytes = job.bytes
 	n.lastSnapPos = pos
 	n.lastSnapTime = ts
+	n.logSnapshotEnd(job)
 	return nil
 }
 

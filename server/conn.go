@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -60,10 +61,12 @@ func (c *conn) enqueue(msg []byte) {
 	c.mu.Lock()
 	if c.closing {
 		c.mu.Unlock()
+		c.s.st.dropClosing.Add(1)
 		return
 	}
 	if len(c.pending)+wiresbe.FrameHeaderLength+len(msg) > c.s.opts.WriteQueueBytes {
 		c.mu.Unlock()
+		c.s.st.dropSlow.Add(1)
 		c.shut(wiresbe.CloseCodeSlowConsumer, fmt.Sprintf("egress queue over %d bytes: the client does not read fast enough", c.s.opts.WriteQueueBytes), acs.CloseReasonSERVICEACTION)
 		return
 	}
@@ -92,6 +95,7 @@ func (c *conn) close(code wiresbe.CloseCode, why string, reason cluster.CloseRea
 	}
 	c.closing = true
 	if code == wiresbe.CloseCodeSlowConsumer {
+		c.s.st.dropSlow.Add(countFrames(c.pending))
 		c.pending = c.pending[:0] // the client is behind: it gets the reason next
 		c.s.st.slow.Add(1)
 	}
@@ -107,9 +111,12 @@ func (c *conn) close(code wiresbe.CloseCode, why string, reason cluster.CloseRea
 	c.nc.SetReadDeadline(time.Now().Add(lingerTimeout))
 	s := c.s
 	if !wasOpen {
-		if code != wiresbe.CloseCodeClientAction && code != wiresbe.CloseCodeShutdown && code != wiresbe.CloseCodeTimeout {
+		refused := code != wiresbe.CloseCodeClientAction && code != wiresbe.CloseCodeShutdown && code != wiresbe.CloseCodeTimeout
+		if refused {
 			s.st.malformed.Add(1)
+			s.st.refused.Add(1)
 		}
+		s.logConnClose(c, code, why, refused)
 		return
 	}
 	s.mu.Lock()
@@ -122,6 +129,9 @@ func (c *conn) close(code wiresbe.CloseCode, why string, reason cluster.CloseRea
 	s.mu.Unlock()
 	s.st.closed.Add(1)
 	s.st.active.Add(-1)
+	if int(code) < NumCloseCodes {
+		s.st.closedBy[code].Add(1)
+	}
 	switch code {
 	case wiresbe.CloseCodeTimeout:
 		s.st.timeouts.Add(1)
@@ -131,11 +141,27 @@ func (c *conn) close(code wiresbe.CloseCode, why string, reason cluster.CloseRea
 	if logIt {
 		if code == wiresbe.CloseCodeClientAction {
 			_ = s.node.CloseSession(sid)
+			reason = acs.CloseReasonCLIENTACTION
 		} else {
 			_ = s.node.CloseSessionReason(sid, reason)
 		}
 		s.poke()
 	}
+	s.logSessionClose(c, sid, cid, code, why, reason, logIt)
+}
+
+// countFrames counts the frames in a write queue.
+func countFrames(b []byte) int64 {
+	n := int64(0)
+	for len(b) >= wiresbe.FrameHeaderLength {
+		l := int(binary.LittleEndian.Uint32(b))
+		if l > len(b)-wiresbe.FrameHeaderLength {
+			break
+		}
+		b = b[wiresbe.FrameHeaderLength+l:]
+		n++
+	}
+	return n
 }
 
 // writeLoop writes queued frames until the final one is written.
@@ -151,6 +177,7 @@ func (c *conn) writeLoop() {
 		if len(buf) > 0 {
 			c.nc.SetWriteDeadline(time.Now().Add(c.s.opts.WriteTimeout))
 			if _, err := c.nc.Write(buf); err != nil {
+				c.s.st.writeErrors.Add(1)
 				c.shut(wiresbe.CloseCodeTimeout, "write: "+err.Error(), acs.CloseReasonTIMEOUT)
 				c.nc.Close()
 				return

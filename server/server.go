@@ -44,12 +44,23 @@
 // connection's write queue, bounded by Options.WriteQueueBytes: a client
 // that does not read fast enough is closed (code SlowConsumer), the duty
 // cycle never blocks on a connection.
+//
+// # Logs and metrics
+//
+// Options.Logger (log/slog; nil logs nothing) gets one record per
+// lifecycle event — serving, session open and close, a refused connection
+// or command, shutdown — and, unless Node.Logger is set, the node's own
+// (open, recovery plan, snapshot start and end, failure, close); see
+// logging.go here and in package cluster. Stats (any goroutine),
+// NodeStats and EngineStats (read on the duty cycle) are what package
+// server/metrics turns into Prometheus metrics at scrape time.
 package server
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -57,6 +68,7 @@ import (
 
 	"github.com/matchlog/matchlog/cluster"
 	"github.com/matchlog/matchlog/cluster/enginesvc"
+	"github.com/matchlog/matchlog/engine"
 	acs "github.com/matchlog/matchlog/sbe/aeronclustersbe"
 	"github.com/matchlog/matchlog/sbe/wiresbe"
 )
@@ -124,6 +136,11 @@ type Options struct {
 	// EgressFilter, if set, sees each released egress message on the duty
 	// cycle; false drops it (fault injection for tests: a lost answer).
 	EgressFilter func(sessionID int64, msg []byte) bool
+	// Logger receives one record per lifecycle event: serving, session
+	// open and close, a refused connection, shutdown (see logging.go).
+	// It is also the node's logger when Node.Logger is nil. Nil
+	// discards them.
+	Logger *slog.Logger
 }
 
 func (o *Options) defaults() {
@@ -148,6 +165,9 @@ func (o *Options) defaults() {
 	if o.ShutdownTimeout <= 0 {
 		o.ShutdownTimeout = DefaultShutdownTimeout
 	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
 }
 
 // Stats count what a server did.
@@ -164,11 +184,31 @@ type Stats struct {
 	Offered        int64 // messages offered to the log
 	StaleClosed    int64 // sessions open in the log at start, closed
 	ActiveSessions int64 // open now
+	// SessionsClosedBy counts the sessions closed, by the code of their
+	// SessionClosed (indexed by wiresbe.CloseCode); they add up to
+	// Closed. Refused counts the connections closed before a session
+	// opened, for malformed or out-of-place input or a refused Connect.
+	SessionsClosedBy [NumCloseCodes]int64
+	Refused          int64
+	// Egress messages the node released that were not queued to a
+	// connection: for a session with no connection (closed, or open in
+	// the log from before a restart), to a connection already closing,
+	// discarded with a slow consumer's queue (the message that overflowed
+	// it and those still queued), or dropped by Options.EgressFilter.
+	DroppedNoConnection, DroppedClosing, DroppedSlowConsumer, DroppedFiltered int64
+	// WriteErrors counts failed writes to a connection (each closes it).
+	WriteErrors int64
 }
+
+// NumCloseCodes bounds the wiresbe.CloseCode values Stats counts.
+const NumCloseCodes = int(wiresbe.CloseCodeRefused) + 1
 
 type counters struct {
 	connections, sessions, closed, timeouts, malformed, slow, replaced,
 	framesIn, framesOut, offered, stale, active atomic.Int64
+	closedBy                                               [NumCloseCodes]atomic.Int64
+	refused, dropNoConn, dropClosing, dropSlow, dropFilter atomic.Int64
+	writeErrors                                            atomic.Int64
 }
 
 // Server is a node with its TCP front end.
@@ -190,6 +230,11 @@ type Server struct {
 	served  atomic.Bool
 	stopped chan struct{}
 	st      counters
+
+	// The engine service's counters when the node went live (after the
+	// replay at start), on the duty cycle: EngineStats subtracts them.
+	baseRejected                [256]int64
+	baseDuplicates, baseSkipped int64
 }
 
 // hooked is the engine service with the server's log hooks.
@@ -206,6 +251,17 @@ func (h hooked) OnSessionOpen(sess *cluster.ClientSession, ts int64) error {
 	if f := h.s.opts.OnSessionOpen; f != nil {
 		f(sess.ID)
 	}
+	return nil
+}
+
+// OnRoleChange implements cluster.Service. The node calls it once it has
+// replayed its log at start: the engine's counters are taken as the
+// baseline of EngineStats.
+func (h hooked) OnRoleChange(r cluster.Role) error {
+	if err := h.Service.OnRoleChange(r); err != nil {
+		return err
+	}
+	h.s.baseRejected, h.s.baseDuplicates, h.s.baseSkipped = h.Service.Rejected, h.Service.Duplicates, h.Service.Skipped
 	return nil
 }
 
@@ -231,6 +287,9 @@ func New(opts Options) (*Server, error) {
 	no := opts.Node
 	no.Service = hooked{Service: s.svc, s: s}
 	no.Egress = s.egress
+	if no.Logger == nil {
+		no.Logger = opts.Logger
+	}
 	node, err := cluster.Open(no)
 	if err != nil {
 		return nil, err
@@ -242,6 +301,7 @@ func New(opts Options) (*Server, error) {
 			return nil, err
 		}
 		s.st.stale.Add(1)
+		s.logStaleClose(id)
 	}
 	ln, err := net.Listen("tcp", opts.Addr)
 	if err != nil {
@@ -257,10 +317,47 @@ func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 // Stats returns the server's counters.
 func (s *Server) Stats() Stats {
 	c := &s.st
-	return Stats{Connections: c.connections.Load(), Sessions: c.sessions.Load(), Closed: c.closed.Load(),
+	st := Stats{Connections: c.connections.Load(), Sessions: c.sessions.Load(), Closed: c.closed.Load(),
 		Timeouts: c.timeouts.Load(), Malformed: c.malformed.Load(), SlowConsumers: c.slow.Load(),
 		Replaced: c.replaced.Load(), FramesIn: c.framesIn.Load(), FramesOut: c.framesOut.Load(),
-		Offered: c.offered.Load(), StaleClosed: c.stale.Load(), ActiveSessions: c.active.Load()}
+		Offered: c.offered.Load(), StaleClosed: c.stale.Load(), ActiveSessions: c.active.Load(),
+		Refused: c.refused.Load(), DroppedNoConnection: c.dropNoConn.Load(), DroppedClosing: c.dropClosing.Load(),
+		DroppedSlowConsumer: c.dropSlow.Load(), DroppedFiltered: c.dropFilter.Load(), WriteErrors: c.writeErrors.Load()}
+	for i := range c.closedBy {
+		st.SessionsClosedBy[i] = c.closedBy[i].Load()
+	}
+	return st
+}
+
+// EngineStats count what the engine service did since the node went live
+// (the commands replayed at start are not counted).
+type EngineStats struct {
+	// Rejected counts rejected commands by reason (reasons with a count
+	// only).
+	Rejected map[engine.Reason]int64
+	// Duplicates counts the commands answered Duplicate (at or below
+	// their source's high-water mark).
+	Duplicates int64
+	// Undecodable counts the log's session messages that did not decode
+	// as a command (enginesvc.Service.Skipped).
+	Undecodable int64
+}
+
+// EngineStats returns the engine service's counters, read on the duty
+// cycle (see Inspect).
+func (s *Server) EngineStats(ctx context.Context) (EngineStats, error) {
+	var st EngineStats
+	err := s.Inspect(ctx, func(_ *cluster.Node, svc *enginesvc.Service) {
+		st.Rejected = map[engine.Reason]int64{}
+		for r, n := range svc.Rejected {
+			if d := n - s.baseRejected[r]; d != 0 {
+				st.Rejected[engine.Reason(r)] = d
+			}
+		}
+		st.Duplicates = svc.Duplicates - s.baseDuplicates
+		st.Undecodable = svc.Skipped - s.baseSkipped
+	})
+	return st, err
 }
 
 // RequestSnapshot asks the node for a snapshot at its next duty cycle.
@@ -327,10 +424,14 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 	acceptDone := make(chan struct{})
 	go func() { defer close(acceptDone); s.acceptLoop() }()
+	s.logServing()
 	runErr := s.run(ctx)
+	s.logShutdown(runErr)
 	s.ln.Close()
 	<-acceptDone
-	return s.shutdown(runErr)
+	err := s.shutdown(runErr)
+	s.logStopped(err)
+	return err
 }
 
 func (s *Server) acceptLoop() {
@@ -427,6 +528,7 @@ func (s *Server) checkTimeouts(now time.Time) {
 // duty cycle).
 func (s *Server) egress(sid int64, msg []byte) {
 	if f := s.opts.EgressFilter; f != nil && !f(sid, msg) {
+		s.st.dropFilter.Add(1)
 		return
 	}
 	s.mu.Lock()
@@ -434,6 +536,8 @@ func (s *Server) egress(sid int64, msg []byte) {
 	s.mu.Unlock()
 	if c != nil {
 		c.enqueue(msg)
+	} else {
+		s.st.dropNoConn.Add(1)
 	}
 }
 
@@ -562,6 +666,7 @@ func (s *Server) connect(c *conn, clientID uint64) error {
 	s.st.sessions.Add(1)
 	s.st.active.Add(1)
 	c.mu.Unlock()
+	s.logSessionOpen(c, sid, clientID)
 	c.signal()
 	if old != nil {
 		s.st.replaced.Add(1)

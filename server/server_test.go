@@ -346,6 +346,11 @@ func TestSlowConsumer(t *testing.T) {
 	if ts.srv.Stats().SlowConsumers != 1 {
 		t.Fatalf("stats %+v", ts.srv.Stats())
 	}
+	// The message that overflowed the queue and those queued are counted
+	// as dropped; the session is counted closed by SlowConsumer.
+	if st := ts.srv.Stats(); st.DroppedSlowConsumer < 2 || st.SessionsClosedBy[wiresbe.CloseCodeSlowConsumer] != 1 {
+		t.Fatalf("dropped %d, closed by slow consumer %d", st.DroppedSlowConsumer, st.SessionsClosedBy[wiresbe.CloseCodeSlowConsumer])
+	}
 	// Others are served.
 	other := dialRaw(t, addr)
 	other.connect(2)

@@ -90,6 +90,12 @@ type Service struct {
 	cmd     engine.Command
 	buf     []byte
 	Skipped int64 // messages that did not decode
+	// Rejected counts the engine's Rejected events by reason (indexed by
+	// engine.Reason) and Duplicates the commands answered Duplicate. Like
+	// Skipped they count every command applied, those replayed at start
+	// included; read them on the node's goroutine.
+	Rejected   [256]int64
+	Duplicates int64
 
 	subs   map[uint32][]int64 // instrument -> subscribed sessions
 	levels []engine.Level     // scratch of subscribe
@@ -279,8 +285,12 @@ func (s *Service) OnSessionMessage(sess *cluster.ClientSession, ts int64, msg []
 		// At or below the source's high-water mark: applied before.
 		s.buf = AppendDuplicate(s.buf[:0], s.cmd.Source, s.cmd.Seq)
 		s.c.Offer(sess.ID, s.buf)
+		s.Duplicates++
 	}
 	for i := range evs {
+		if evs[i].Kind == engine.EvRejected {
+			s.Rejected[evs[i].Reason]++
+		}
 		s.buf = AppendEvent(s.buf[:0], &evs[i])
 		s.c.Offer(sess.ID, s.buf)
 		if evs[i].Kind == engine.EvDepth && len(s.subs) != 0 {

@@ -5,7 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/matchlog/matchlog/cluster"
 	"github.com/matchlog/matchlog/server"
+	"github.com/matchlog/matchlog/server/metrics"
 )
 
 // nodeFlags are the flags of `matchlog node`.
@@ -24,11 +27,23 @@ type nodeFlags struct {
 	everyBytes     int64
 	onExit         bool
 	sessionTimeout time.Duration
+	metrics        string
+	logFormat      string
+	logLevel       string
+}
+
+// nodeConfig is `matchlog node`'s command line: the server's options
+// (with the logger) and the metrics address ("" for none).
+type nodeConfig struct {
+	server.Options
+	metricsAddr string
+	// logJSON: stderr carries JSON lines only (--log-format json).
+	logJSON bool
 }
 
 // parseNodeFlags parses and checks `matchlog node`'s flags into server
-// options.
-func parseNodeFlags(args []string, stderr io.Writer) (server.Options, error) {
+// options; the logger it sets writes to stderr.
+func parseNodeFlags(args []string, stderr io.Writer) (nodeConfig, error) {
 	f := nodeFlags{listen: server.DefaultAddr, sync: intList{1}, mode: modeList{"pauseless"}, sessionTimeout: server.DefaultSessionTimeout}
 	fs := flag.NewFlagSet("node", flag.ContinueOnError)
 	fs.StringVar(&f.dir, "dir", "", "node directory holding cluster/ and archive/ (required; created on a first start)")
@@ -38,19 +53,24 @@ func parseNodeFlags(args []string, stderr io.Writer) (server.Options, error) {
 	fs.Int64Var(&f.everyBytes, "snapshot-every-bytes", 0, "take a snapshot every N bytes of log (0: only on request or exit)")
 	fs.BoolVar(&f.onExit, "snapshot-on-exit", false, "take a snapshot before exiting on SIGINT/SIGTERM")
 	fs.DurationVar(&f.sessionTimeout, "session-timeout", f.sessionTimeout, "close a session whose client sent nothing for this long")
+	fs.StringVar(&f.metrics, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics, a loopback host (port 0: any free port; default: none)")
+	fs.StringVar(&f.logFormat, "log-format", "text", "lifecycle log on stderr: text or json")
+	fs.StringVar(&f.logLevel, "log-level", "info", "lowest level logged: debug, info, warn or error")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), "usage: matchlog node --dir D [--listen ADDR] [flags]\n\n"+
 			"Runs a node with the matching engine, serving clients over TCP until SIGINT or\n"+
-			"SIGTERM; prints \"listening ADDR\" on stdout once it accepts connections.\n\n")
+			"SIGTERM; prints \"listening ADDR\" on stdout once it accepts connections (and\n"+
+			"\"metrics http://ADDR/metrics\" with --metrics). Lifecycle events (open, recovery\n"+
+			"plan, snapshots, sessions, refusals, shutdown) are logged on stderr.\n\n")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args, stderr); err != nil {
-		return server.Options{}, err
+		return nodeConfig{}, err
 	}
-	bad := func(format string, a ...any) (server.Options, error) {
+	bad := func(format string, a ...any) (nodeConfig, error) {
 		fmt.Fprintf(stderr, "node: "+format+"\n", a...)
 		fs.Usage()
-		return server.Options{}, errUsage
+		return nodeConfig{}, errUsage
 	}
 	if f.dir == "" {
 		return bad("--dir is required")
@@ -83,30 +103,104 @@ func parseNodeFlags(args []string, stderr io.Writer) (server.Options, error) {
 	if f.sessionTimeout <= 0 {
 		return bad("--session-timeout must be positive")
 	}
-	return server.Options{
+	if f.metrics != "" {
+		if err := checkLoopback(f.metrics); err != nil {
+			return bad("--metrics %q: %v", f.metrics, err)
+		}
+	}
+	logger, err := newLogger(stderr, f.logFormat, f.logLevel)
+	if err != nil {
+		return bad("%v", err)
+	}
+	return nodeConfig{Options: server.Options{
 		Addr: f.listen,
 		Node: cluster.Options{Dir: f.dir, FileSyncLevel: syncLevel, SnapshotMode: mode,
 			SnapshotEveryBytes: f.everyBytes},
 		SessionTimeout:     f.sessionTimeout,
 		SnapshotOnShutdown: f.onExit,
-	}, nil
+		Logger:             logger,
+	}, metricsAddr: f.metrics, logJSON: f.logFormat == "json"}, nil
+}
+
+// checkLoopback checks that addr is host:port with a loopback host (an
+// IP address or localhost): what the node serves has no authentication.
+func checkLoopback(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return fmt.Errorf("the host must be a loopback address (the server has no authentication)")
+	}
+	return nil
+}
+
+// newLogger is the lifecycle logger of --log-format and --log-level.
+func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
+	var lv slog.Level
+	switch level {
+	case "debug":
+		lv = slog.LevelDebug
+	case "info":
+		lv = slog.LevelInfo
+	case "warn":
+		lv = slog.LevelWarn
+	case "error":
+		lv = slog.LevelError
+	default:
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
+	}
+	ho := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, ho)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, ho)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: want text or json", format)
 }
 
 // runNode implements `matchlog node`.
 func runNode(args []string, stdout, stderr io.Writer) error {
-	opts, err := parseNodeFlags(args, stderr)
+	cfg, err := parseNodeFlags(args, stderr)
 	if err != nil {
 		return err
 	}
+	opts := cfg.Options
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// The metrics address is bound before the node directory is touched:
+	// an unusable one fails before any work.
+	var mln net.Listener
+	var m *metrics.Metrics
+	if cfg.metricsAddr != "" {
+		if mln, err = net.Listen("tcp", cfg.metricsAddr); err != nil {
+			return fmt.Errorf("--metrics %s: %w", cfg.metricsAddr, err)
+		}
+		defer mln.Close()
+		m = metrics.New(metrics.Options{Runtime: true})
+		m.Instrument(&opts)
+	}
 	srv, err := server.New(opts)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "listening %s\n", srv.Addr())
+	if m != nil {
+		m.Attach(srv)
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", m.Handler())
+		hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go hs.Serve(mln)
+		defer hs.Close()
+		opts.Logger.Info("metrics", "addr", mln.Addr().String(), "path", "/metrics")
+		fmt.Fprintf(stdout, "metrics http://%s/metrics\n", mln.Addr())
+	}
 	if err := srv.Serve(ctx); err != nil {
 		return err
+	}
+	if cfg.logJSON {
+		return nil // the "stopped" record says it
 	}
 	st := srv.Stats()
 	fmt.Fprintf(stderr, "node: stopped after %d sessions (%d closed by timeout, %d for bad input, %d slow consumers)\n",

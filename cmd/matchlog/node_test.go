@@ -2,8 +2,11 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"errors"
 	"flag"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -27,6 +30,11 @@ func TestNodeFlags(t *testing.T) {
 		{[]string{"--dir", "d", "--session-timeout", "0s"}, "positive"},
 		{[]string{"--dir", "d", "--bogus"}, "bogus"},
 		{[]string{"--dir", "d", "extra"}, "unexpected argument"},
+		{[]string{"--dir", "d", "--metrics", "nohost"}, "--metrics"},
+		{[]string{"--dir", "d", "--metrics", "10.1.2.3:9090"}, "loopback"},
+		{[]string{"--dir", "d", "--metrics", ":9090"}, "loopback"},
+		{[]string{"--dir", "d", "--log-format", "xml"}, "--log-format"},
+		{[]string{"--dir", "d", "--log-level", "loud"}, "--log-level"},
 	} {
 		var stderr bytes.Buffer
 		_, err := parseNodeFlags(c.args, &stderr)
@@ -52,5 +60,23 @@ func TestNodeFlags(t *testing.T) {
 	if o.Addr != "127.0.0.1:0" || o.Node.Dir != "d" || o.Node.FileSyncLevel != 2 || o.Node.SnapshotMode != cluster.StopTheWorld ||
 		o.Node.SnapshotEveryBytes != 4096 || !o.SnapshotOnShutdown || o.SessionTimeout != 3*time.Second {
 		t.Fatalf("options %+v", o)
+	}
+	if o.metricsAddr != "" || o.Logger == nil || o.Logger.Enabled(context.Background(), slog.LevelDebug) ||
+		!o.Logger.Enabled(context.Background(), slog.LevelInfo) {
+		t.Fatalf("defaults: metrics %q, logger %v", o.metricsAddr, o.Logger)
+	}
+	stderr.Reset()
+	o, err = parseNodeFlags([]string{"--dir", "d", "--metrics", "127.0.0.1:0", "--log-format", "json", "--log-level", "warn"}, &stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.metricsAddr != "127.0.0.1:0" || o.Logger.Enabled(context.Background(), slog.LevelInfo) ||
+		!o.Logger.Enabled(context.Background(), slog.LevelWarn) {
+		t.Fatalf("metrics %q, logger at warn %v", o.metricsAddr, o.Logger)
+	}
+	o.Logger.Warn("probe", "n", 1)
+	var rec map[string]any
+	if err := json.Unmarshal(stderr.Bytes(), &rec); err != nil || rec["msg"] != "probe" || rec["n"] != 1.0 {
+		t.Fatalf("--log-format json wrote %q (%v)", stderr.String(), err)
 	}
 }
