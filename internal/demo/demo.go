@@ -71,8 +71,15 @@ type Options struct {
 	// after its completion its pause window extends (default 100 ms; the
 	// same around the restart).
 	Baseline, Gap, Settle time.Duration
-	// Window is the most preload orders in flight (default 8,192).
+	// Window is the most preload orders in flight. The default, and the
+	// most allowed, is what keeps the events of the orders in flight
+	// within half the node's egress queue (WriteQueueBytes): the node
+	// never drops the demo's clients as slow consumers, however loaded
+	// the machine. The probes' window is derived the same way.
 	Window int
+	// WriteQueueBytes is the node's egress queue per connection (default
+	// server.DefaultWriteQueueBytes).
+	WriteQueueBytes int
 	// Seed of the book (default 1).
 	Seed uint64
 	// Progress receives a progress bar and phase lines (nil: none).
@@ -101,8 +108,8 @@ func (o *Options) defaults() {
 	if o.Settle <= 0 {
 		o.Settle = 100 * time.Millisecond
 	}
-	if o.Window <= 0 {
-		o.Window = 8192
+	if o.Window < 0 {
+		o.Window = 0
 	}
 	if o.Seed == 0 {
 		o.Seed = 1
@@ -144,6 +151,13 @@ type Report struct {
 	TakeMs    float64    `json:"take_ms"`
 	STWTakeMs float64    `json:"stw_take_ms"`
 	Snapshots []Snapshot `json:"snapshots"`
+
+	// EgressQueueBytes is the node's egress queue per connection;
+	// PreloadWindow and ProbeWindow the most preload orders and probes
+	// kept outstanding, derived from it (see Options.Window).
+	EgressQueueBytes int `json:"egress_queue_bytes"`
+	PreloadWindow    int `json:"preload_window"`
+	ProbeWindow      int `json:"probe_window"`
 
 	ProbeRate    float64 `json:"probe_rate"`
 	ProbesSent   int     `json:"probes_sent"`
@@ -224,10 +238,20 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		dir = d
 	}
 	rep.Dir = dir
+	// The windows, checked before anything is written (and derived again
+	// from the node's own queue once it runs).
+	queue := o.WriteQueueBytes
+	if queue <= 0 {
+		queue = server.DefaultWriteQueueBytes
+	}
+	if _, _, err := windows(queue, o.Window); err != nil {
+		return nil, err
+	}
 	sopts := server.Options{
 		Addr:           "127.0.0.1:0",
 		Node:           cluster.Options{Dir: dir, FileSyncLevel: o.SyncLevel, SnapshotMode: cluster.Pauseless},
-		SessionTimeout: 30 * time.Second,
+		SessionTimeout:  30 * time.Second,
+		WriteQueueBytes: o.WriteQueueBytes,
 	}
 
 	// The node.
@@ -238,6 +262,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	defer func() { srv.stop() }()
 	addr := srv.s.Addr().String()
 	say("node: %s, listening on %s, file sync level %d", dir, addr, o.SyncLevel)
+	rep.EgressQueueBytes = srv.s.WriteQueueBytes()
+	if rep.PreloadWindow, rep.ProbeWindow, err = windows(rep.EgressQueueBytes, o.Window); err != nil {
+		return nil, err
+	}
+	o.Window = rep.PreloadWindow
 
 	// Preload.
 	if err := preload(ctx, o, addr, rep, say); err != nil {
@@ -252,7 +281,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	var first atomic.Uint64
 	pc, err := client.Dial(ctx, client.Options{Addr: addr, ClientID: probeClient, Reconnect: true,
 		ReconnectMin: time.Millisecond, ReconnectMax: 20 * time.Millisecond, ReconnectTimeout: time.Minute,
-		MaxOutstanding: 1 << 20,
+		MaxOutstanding: rep.ProbeWindow,
 		OnEvent: func(ev *engine.Event) {
 			if ev.Kind == engine.EvRelease && rec != nil {
 				rec.Done(int(ev.Seq-first.Load()), time.Now())
@@ -274,11 +303,22 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	var sent atomic.Int64
 	probeDone := make(chan error, 1)
 	go func() {
-		cmd := engine.Command{Kind: engine.CmdNewOrder, Instrument: 1, Account: 999_999, Side: engine.Buy,
-			Type: engine.Limit, TIF: engine.IOC, Price: probePrice, Qty: 1}
+		cmd := probeCommand()
 		n, err := sched.Run(probeCtx, sched.Count(total), func(i int, _ time.Time) error {
 			hold.RLock()
 			defer hold.RUnlock()
+			// Back-pressure: a full window waits for answers (the
+			// probes behind it are measured from their scheduled
+			// times all the same).
+			for pc.Outstanding() >= rep.ProbeWindow {
+				if err := probeCtx.Err(); err != nil {
+					return err
+				}
+				if err := pc.Err(); err != nil {
+					return err
+				}
+				time.Sleep(50 * time.Microsecond)
+			}
 			cmd.OrderID = 1<<40 + uint64(i)
 			cmd.Instrument = uint32(i%o.Instruments) + 1
 			_, err := pc.Send(&cmd)
