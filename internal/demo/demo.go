@@ -248,8 +248,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	sopts := server.Options{
-		Addr:           "127.0.0.1:0",
-		Node:           cluster.Options{Dir: dir, FileSyncLevel: o.SyncLevel, SnapshotMode: cluster.Pauseless},
+		Addr:            "127.0.0.1:0",
+		Node:            cluster.Options{Dir: dir, FileSyncLevel: o.SyncLevel, SnapshotMode: cluster.Pauseless},
 		SessionTimeout:  30 * time.Second,
 		WriteQueueBytes: o.WriteQueueBytes,
 	}
