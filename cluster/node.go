@@ -171,12 +171,18 @@ type Stats struct {
 	// ResetMaxima; MaxLogRecordAt when that was.
 	MaxLogRecord   time.Duration
 	MaxLogRecordAt time.Time
+	// MaxDoWork is the longest one DoWork took (sequencing, delivery to
+	// the service, recording, release; a stop-the-world snapshot's write)
+	// since Open or ResetMaxima; MaxDoWorkAt when it started.
+	MaxDoWork   time.Duration
+	MaxDoWorkAt time.Time
 }
 
-// ResetMaxima restarts Stats.MaxLogRecord. Call it from the goroutine
-// that runs DoWork.
+// ResetMaxima restarts Stats.MaxLogRecord and Stats.MaxDoWork. Call it
+// from the goroutine that runs DoWork.
 func (n *Node) ResetMaxima() {
 	n.stats.MaxLogRecord, n.stats.MaxLogRecordAt = 0, time.Time{}
+	n.stats.MaxDoWork, n.stats.MaxDoWorkAt = 0, time.Time{}
 }
 
 // Errors.
@@ -554,7 +560,11 @@ func (n *Node) DoWork() (int, error) {
 	if n.closed {
 		return 0, ErrClosed
 	}
+	t0 := time.Now()
 	work, err := n.doWork()
+	if d := time.Since(t0); d > n.stats.MaxDoWork {
+		n.stats.MaxDoWork, n.stats.MaxDoWorkAt = d, t0
+	}
 	if err != nil {
 		n.fail(err)
 		return work, err

@@ -41,6 +41,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/matchlog/matchlog/archive"
 	"github.com/matchlog/matchlog/client"
 	"github.com/matchlog/matchlog/cluster"
 	"github.com/matchlog/matchlog/cluster/enginesvc"
@@ -48,6 +49,7 @@ import (
 	"github.com/matchlog/matchlog/internal/measure"
 	"github.com/matchlog/matchlog/internal/plot"
 	"github.com/matchlog/matchlog/internal/probe"
+	"github.com/matchlog/matchlog/internal/vfs"
 	"github.com/matchlog/matchlog/server"
 )
 
@@ -80,6 +82,9 @@ type Options struct {
 	// WriteQueueBytes is the node's egress queue per connection (default
 	// server.DefaultWriteQueueBytes).
 	WriteQueueBytes int
+	// FS is the node's file system (default the operating system's);
+	// tests delay or fail its operations through it.
+	FS vfs.FS
 	// Seed of the book (default 1).
 	Seed uint64
 	// Progress receives a progress bar and phase lines (nil: none).
@@ -151,6 +156,10 @@ type Report struct {
 	TakeMs    float64    `json:"take_ms"`
 	STWTakeMs float64    `json:"stw_take_ms"`
 	Snapshots []Snapshot `json:"snapshots"`
+	// Stalls are the worst probe of each snapshot's window, of the
+	// restart's, and of the time outside all of them ("outside"), each
+	// with what overlapped its wait.
+	Stalls []Stall `json:"stalls"`
 
 	// EgressQueueBytes is the node's egress queue per connection;
 	// PreloadWindow and ProbeWindow the most preload orders and probes
@@ -249,7 +258,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	sopts := server.Options{
 		Addr:            "127.0.0.1:0",
-		Node:            cluster.Options{Dir: dir, FileSyncLevel: o.SyncLevel, SnapshotMode: cluster.Pauseless},
+		Node:            cluster.Options{FS: o.FS, Dir: dir, FileSyncLevel: o.SyncLevel, SnapshotMode: cluster.Pauseless},
 		SessionTimeout:  30 * time.Second,
 		WriteQueueBytes: o.WriteQueueBytes,
 	}
@@ -350,13 +359,25 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 	}
 	say("probes: %.0f IOC orders/s that cross nothing, latency to their Release", o.Rate)
+	tl := &timeline{}
+	segLen := int64(sopts.Node.SegmentLength)
+	if segLen <= 0 {
+		segLen = archive.DefaultSegmentLength
+	}
+	mon := startMonitor(tl, srv.s, segLen)
+	monDone := false
+	defer func() {
+		if !monDone {
+			mon.finish(sched.Start)
+		}
+	}()
 	if err := sleep(o.Baseline); err != nil {
 		return nil, err
 	}
 
 	// Snapshots.
 	for _, mode := range []cluster.SnapshotMode{cluster.Pauseless, cluster.StopTheWorld} {
-		s, err := takeSnapshot(ctx, srv.s, mode, rec, o.Settle, sched.Start)
+		s, err := takeSnapshot(ctx, srv.s, mode, rec, tl, o.Settle, sched.Start)
 		if err != nil {
 			return nil, err
 		}
@@ -391,6 +412,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	t0 := time.Now()
+	mon.setServer(nil)
 	if err := srv.stop(); err != nil {
 		return nil, fmt.Errorf("demo: closing the node: %w", err)
 	}
@@ -409,6 +431,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	release()
 	resumeAt := time.Now()
 	rec.Mark("resumed", resumeAt)
+	mon.setServer(srv.s)
+	tl.add(span{kind: CauseRestart, from: holdAt, to: resumeAt, d: resumeAt.Sub(holdAt),
+		what: fmt.Sprintf("the node closed (%.1f ms) and reopened (%.1f ms: snapshot load %.1f ms, log replay %.1f ms) with the probes held", rep.CloseMs, ms(recov.Total), ms(recov.SnapshotLoad), ms(recov.Replay))})
 	rep.RestartMs, rep.SnapshotLoadMs, rep.ReplayMs = ms(recov.Total), ms(recov.SnapshotLoad), ms(recov.Replay)
 	rep.ReplayedEntries, rep.ReplayedBytes = recov.ReplayedEntries, recov.ReplayedBytes
 	rep.StateHashBefore, rep.StateHashAfter = fmt.Sprintf("%016x", before), fmt.Sprintf("%016x", after)
@@ -428,6 +453,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	werr := pc.Wait(wctx)
 	cancel()
 	sum := rec.Finish(time.Now(), int(sent.Load()))
+	mon.finish(sched.Start)
+	monDone = true
 	if werr != nil && sum.Lost == 0 {
 		return nil, fmt.Errorf("demo: waiting for the last probes: %w", werr)
 	}
@@ -452,6 +479,17 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	restartWin := [2]time.Time{holdAt.Add(-o.Settle), resumeAt.Add(o.Settle)}
 	windows = append(windows, restartWin)
 	rep.RestartPauseMsMax = ms(rec.WindowMax(restartWin[0], restartWin[1]))
+	for i, s := range rep.Snapshots {
+		if w, ok := rec.WindowWorst(windows[i][0], windows[i][1]); ok {
+			rep.Stalls = append(rep.Stalls, stallOf(s.Mode, w, sched.Start, tl))
+		}
+	}
+	if w, ok := rec.WindowWorst(restartWin[0], restartWin[1]); ok {
+		rep.Stalls = append(rep.Stalls, stallOf("restart", w, sched.Start, tl))
+	}
+	if w, ok := rec.WorstOutside(windows); ok {
+		rep.Stalls = append(rep.Stalls, stallOf("outside", w, sched.Start, tl))
+	}
 	rep.ProbeP50Us = us(rec.QuantileOutside(windows, 0.50))
 	rep.ProbeP99Us = us(rec.QuantileOutside(windows, 0.99))
 	rep.ProbeMaxUs = us(rec.QuantileOutside(windows, 1))
@@ -552,7 +590,7 @@ func preload(ctx context.Context, o Options, addr string, rep *Report, say func(
 
 // takeSnapshot requests a snapshot in mode and waits for it to complete,
 // then fills in its costs and its pause window (once Settle has passed).
-func takeSnapshot(ctx context.Context, s *server.Server, mode cluster.SnapshotMode, rec *probe.Recorder, settle time.Duration, start time.Time) (Snapshot, error) {
+func takeSnapshot(ctx context.Context, s *server.Server, mode cluster.SnapshotMode, rec *probe.Recorder, tl *timeline, settle time.Duration, start time.Time) (Snapshot, error) {
 	var before cluster.Stats
 	if err := s.Inspect(ctx, func(n *cluster.Node, _ *enginesvc.Service) { before = n.Stats() }); err != nil {
 		return Snapshot{}, err
@@ -582,6 +620,8 @@ func takeSnapshot(ctx context.Context, s *server.Server, mode cluster.SnapshotMo
 	}
 	doneAt := time.Now()
 	rec.Mark("snapshot-"+kind+"-done", doneAt)
+	tl.add(span{kind: CauseSnapshot, from: at, to: doneAt, d: doneAt.Sub(at),
+		what: fmt.Sprintf("the %s snapshot, request to completion (write %.1f ms, duty cycle held %.2f ms)", kind, ms(st.LastSnapshotWrite), ms(st.LastSnapshotPrepare))})
 	time.Sleep(settle)
 	return Snapshot{Mode: kind, TakeMs: ms(st.LastSnapshotWrite), PrepareMs: ms(st.LastSnapshotPrepare),
 		ArchiveMs: ms(st.LastSnapshotArchive), Bytes: st.SnapshotBytes - before.SnapshotBytes,
@@ -656,6 +696,29 @@ func (r *Report) WriteText(w io.Writer) error {
 	p("\n  snapshot            take      duty cycle held   client pause (worst probe)   bytes\n")
 	for _, s := range r.Snapshots {
 		p("  %-18s  %7.1f ms  %9.2f ms       %9.2f ms                  %d\n", s.Mode, s.TakeMs, s.PrepareMs, s.PauseMsMax, s.Bytes)
+	}
+	if len(r.Stalls) > 0 {
+		p("\n  worst probe   latency     sent at    what overlapped its wait (times from the probes' start)\n")
+		for _, st := range r.Stalls {
+			lost := ""
+			if st.Lost {
+				lost = " (lost)"
+			}
+			p("  %-10s  %9.2f ms  %+8.3f s%s", st.Window, st.LatencyMs, st.AtS, lost)
+			if len(st.Causes) == 0 {
+				p("  nothing the demo measures: no GC, late timer, long log recording or duty cycle, segment roll-over or snapshot\n")
+			}
+			for i, c := range st.Causes {
+				if i > 0 {
+					p("  %-10s  %12s  %10s", "", "", "")
+				}
+				p("  %+.3f s %s\n", c.AtS, c.What)
+				if i == 2 && len(st.Causes) > 3 {
+					p("  %-10s  %12s  %10s  and %d more (in the JSON report)\n", "", "", "", len(st.Causes)-3)
+					break
+				}
+			}
+		}
 	}
 	p("\n  restart       %.1f ms to reopen: snapshot load %.1f ms + log replay %.1f ms (%d entries, %d bytes); clean close %.1f ms\n",
 		r.RestartMs, r.SnapshotLoadMs, r.ReplayMs, r.ReplayedEntries, r.ReplayedBytes, r.CloseMs)
