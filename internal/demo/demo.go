@@ -8,7 +8,10 @@
 //     temporary directory, listening on 127.0.0.1 on a free port.
 //  2. Preload: one client defines Instruments instruments and sends Orders
 //     resting limit orders (bids below a mid price, asks above, random
-//     levels and sizes), keeping at most a window in flight.
+//     levels and sizes), keeping at most a window in flight: as many
+//     orders as half the node's egress queue holds the events of, so the
+//     node never drops the demo's own client as a slow consumer (see
+//     window.go).
 //  3. Probes: a second client sends IOC buy orders priced far below the
 //     best ask at a fixed Rate; each crosses nothing and is answered by one
 //     Release. Latency is measured from each probe's scheduled send time to
@@ -24,9 +27,13 @@
 //  5. The report: per snapshot the take time and the client pause (the
 //     worst probe latency scheduled from Settle before the request to
 //     Settle after its completion: a probe in flight at the request waits
-//     too), probe p50/p99/max outside those windows, restart time
-//     split into snapshot load and log replay, whether the state hashes
-//     agree, and the machine's load average.
+//     too), probe p50/p99/max outside those windows, the worst probe of
+//     each window and of the time outside them with what overlapped its
+//     wait (GC, a late timer, the node's log recording or a long duty
+//     cycle, a segment roll-over, a snapshot: see stalls.go), restart
+//     time split into snapshot load and log replay, whether the state
+//     hashes agree, and the machine: date, Go version, processors and
+//     load average at start and end.
 package demo
 
 import (
@@ -199,6 +206,7 @@ type Report struct {
 	LoadAvgEnd [3]float64 `json:"load_avg_end"`
 	NumCPU     int        `json:"num_cpu"`
 	GOMAXPROCS int        `json:"gomaxprocs"`
+	Machine    Machine    `json:"machine"`
 	Dir        string     `json:"dir"`
 
 	rec   *probe.Recorder
@@ -222,12 +230,13 @@ const (
 func Run(ctx context.Context, o Options) (*Report, error) {
 	o.defaults()
 	rep := &Report{Orders: o.Orders, Instruments: o.Instruments, SyncLevel: o.SyncLevel, ProbeRate: o.Rate,
-		LoadAvg: measure.LoadAvg(), NumCPU: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0)}
+		LoadAvg: measure.LoadAvg(), NumCPU: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), Machine: thisMachine(time.Now())}
 	say := func(format string, args ...any) {
 		if o.Progress != nil {
 			fmt.Fprintf(o.Progress, format+"\n", args...)
 		}
 	}
+	say("machine: %s; load average %.2f %.2f %.2f", rep.machineLine(), rep.LoadAvg[0], rep.LoadAvg[1], rep.LoadAvg[2])
 	dir := o.Dir
 	if dir != "" {
 		// The preload defines instruments and order ids from 1: a node
@@ -672,15 +681,27 @@ func (r *Report) Chart() *plot.LatencyChart {
 
 func (r *Report) rows() [][2]string {
 	f := func(format string, args ...any) string { return fmt.Sprintf(format, args...) }
-	return [][2]string{
+	rows := [][2]string{
 		{"resting orders", f("%d", r.RestingOrders)},
 		{"pauseless snapshot", f("take %.1f ms, client pause %.2f ms", r.TakeMs, r.PauselessPauseMsMax)},
 		{"stop-the-world snapshot", f("take %.1f ms, client pause %.2f ms", r.STWTakeMs, r.STWPauseMsMax)},
 		{"probes outside snapshots", f("p50 %.0f µs, p99 %.0f µs, max %.0f µs", r.ProbeP50Us, r.ProbeP99Us, r.ProbeMaxUs)},
 		{"restart", f("%.1f ms (snapshot load %.1f ms, replay %.1f ms)", r.RestartMs, r.SnapshotLoadMs, r.ReplayMs)},
 		{"state hash", f("%s / %s equal=%v", r.StateHashBefore, r.StateHashAfter, r.StateHashEqual)},
+		{"machine", r.machineLine()},
 		{"load average", f("%.2f %.2f %.2f (start) / %.2f %.2f %.2f (end), %d CPUs", r.LoadAvg[0], r.LoadAvg[1], r.LoadAvg[2], r.LoadAvgEnd[0], r.LoadAvgEnd[1], r.LoadAvgEnd[2], r.NumCPU)},
 	}
+	for _, st := range r.Stalls {
+		if st.Window != "outside" {
+			continue
+		}
+		what := "nothing the demo measures"
+		if len(st.Causes) > 0 {
+			what = st.Causes[0].What
+		}
+		rows = append(rows, [2]string{"worst probe outside snapshots", f("%.2f ms at +%.3f s: %s", st.LatencyMs, st.AtS, what)})
+	}
+	return rows
 }
 
 // WriteText writes the readable report.
@@ -728,13 +749,24 @@ func (r *Report) WriteText(w io.Writer) error {
 		eq = "DIFFERENT"
 	}
 	p("  state hash    %s before, %s after: %s\n", r.StateHashBefore, r.StateHashAfter, eq)
-	p("  machine       load average %.2f %.2f %.2f at start, %.2f %.2f %.2f at end; %d CPUs, GOMAXPROCS %d\n",
-		r.LoadAvg[0], r.LoadAvg[1], r.LoadAvg[2], r.LoadAvgEnd[0], r.LoadAvgEnd[1], r.LoadAvgEnd[2], r.NumCPU, r.GOMAXPROCS)
+	p("  machine       %s\n", r.machineLine())
+	p("                load average %.2f %.2f %.2f at start, %.2f %.2f %.2f at end\n",
+		r.LoadAvg[0], r.LoadAvg[1], r.LoadAvg[2], r.LoadAvgEnd[0], r.LoadAvgEnd[1], r.LoadAvgEnd[2])
 	if lim := float64(r.NumCPU); r.LoadAvg[0] > lim || r.LoadAvgEnd[0] > lim {
 		p("                (load above the CPU count: the latencies are upper bounds)\n")
 	}
 	_, err := w.Write(b)
 	return err
+}
+
+// machineLine is the date, the build and the processors.
+func (r *Report) machineLine() string {
+	m := r.Machine
+	cpu := fmt.Sprintf("%d CPUs", r.NumCPU)
+	if m.CPUModel != "" {
+		cpu += " (" + m.CPUModel + ")"
+	}
+	return fmt.Sprintf("%s, %s %s/%s, %s, GOMAXPROCS %d", m.Date, m.GoVersion, m.OS, m.Arch, cpu, r.GOMAXPROCS)
 }
 
 // bar is a progress bar on a writer.
