@@ -711,6 +711,8 @@ func (r *Report) WriteText(w io.Writer) error {
 	p("matchlog demo\n\n")
 	p("  book          %d resting orders on %d instruments, preloaded over TCP in %.1f s (%.0f orders/s)\n",
 		r.RestingOrders, r.Instruments, r.PreloadS, r.PreloadRate)
+	p("  in flight     at most %d preload orders and %d probes: their events fill at most half the node's %d-byte egress queue\n",
+		r.PreloadWindow, r.ProbeWindow, r.EgressQueueBytes)
 	p("  durability    file sync level %d\n", r.SyncLevel)
 	p("  probes        %d sent at %.0f/s, %d lost; latency from the scheduled send time to the Release\n", r.ProbesSent, r.ProbeRate, r.ProbesLost)
 	p("                outside snapshots and the restart: p50 %.0f µs  p99 %.0f µs  max %.0f µs\n", r.ProbeP50Us, r.ProbeP99Us, r.ProbeMaxUs)
