@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -113,6 +115,25 @@ func TestDemoStallOutsideWindows(t *testing.T) {
 	}
 	if len(out.Causes) == 0 || out.Causes[0].Kind != demo.CauseLogRecord || out.Causes[0].Ms < ms(delay) {
 		t.Fatalf("the stall's causes %+v: want the log recording of at least %v first", out.Causes, delay)
+	}
+	// The duty cycle that held the slow sync says where its time went.
+	seen := false
+	for _, c := range out.Causes {
+		if c.Kind != demo.CauseDoWork || c.Ms < ms(delay) {
+			continue
+		}
+		seen = true
+		m := regexp.MustCompile(`log recording ([0-9.]+)`).FindStringSubmatch(c.What)
+		if m == nil {
+			t.Errorf("the duty cycle's split names no log recording: %q", c.What)
+			continue
+		}
+		if rec, err := strconv.ParseFloat(m[1], 64); err != nil || rec < ms(delay) {
+			t.Errorf("the duty cycle's split does not show the %v log recording: %q", delay, c.What)
+		}
+	}
+	if !seen {
+		t.Errorf("no duty cycle of at least %v among %+v", delay, out.Causes)
 	}
 	b, err := json.Marshal(rep)
 	if err != nil {

@@ -289,8 +289,10 @@ func (m *monitor) poll() {
 				what: fmt.Sprintf("the node's log recording (archive write and file sync) took %.1f ms", ms(st.MaxLogRecord))})
 		}
 		if st.MaxDoWork >= minSpan {
+			sp := st.MaxDoWorkSplit
 			m.tl.add(span{kind: CauseDoWork, from: st.MaxDoWorkAt, to: st.MaxDoWorkAt.Add(st.MaxDoWork), d: st.MaxDoWork,
-				what: fmt.Sprintf("one duty cycle of the node took %.1f ms", ms(st.MaxDoWork))})
+				what: fmt.Sprintf("one duty cycle of the node took %.1f ms (sequencing %.1f, service and egress %.1f, log recording %.1f, snapshots %.1f, mark file %.1f ms)",
+					ms(st.MaxDoWork), ms(sp.Sequence), ms(sp.Service), ms(sp.Record), ms(sp.Snapshot), ms(sp.MarkFile))})
 		}
 		if seg := st.DurableLog / m.segLen; m.segLen > 0 && seg != lastSeg {
 			if lastSeg >= 0 {
