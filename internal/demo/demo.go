@@ -666,6 +666,12 @@ func (r *Report) Chart() *plot.LatencyChart {
 			c.Spans = append(c.Spans, plot.Span{From: restartAt, To: x, Label: "node down (close, load, replay)"})
 		}
 	}
+	for _, st := range r.Stalls {
+		if st.Window == "outside" {
+			c.Marks = append(c.Marks, plot.Mark{X: time.Duration(st.AtS * float64(time.Second)),
+				Label: fmt.Sprintf("worst outside: %.0f ms", st.LatencyMs), Kind: "worst probe outside snapshots"})
+		}
+	}
 	for _, s := range r.Snapshots {
 		from := time.Duration(s.AtS * float64(time.Second))
 		c.Spans = append(c.Spans, plot.Span{From: from, To: from + time.Duration(s.DurationMs*float64(time.Millisecond)), Label: s.Mode + " snapshot"})
