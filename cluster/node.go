@@ -185,14 +185,16 @@ type DutyCycleSplit struct {
 	// MarkFile: the liveness stamp of cluster-mark.dat (one positional
 	// write, about once a second).
 	MarkFile time.Duration
-	// Snapshot: starting and completing snapshots (a stop-the-world
-	// snapshot's whole write, a pauseless one's clone).
+	// Snapshot: completing a background snapshot (its recording-log
+	// entries).
 	Snapshot time.Duration
 	// Sequence: appending ingress, timers and snapshot requests to the
 	// log buffer.
 	Sequence time.Duration
-	// Service: delivering the new log entries to the service and
-	// releasing the egress that became durable.
+	// Service: delivering the new log entries to the service — a
+	// snapshot starts when its request is delivered, so this holds a
+	// stop-the-world snapshot's whole write and a pauseless one's clone —
+	// and releasing the egress that became durable.
 	Service time.Duration
 	// Record: recording the log in the archive (write, and sync at level
 	// >= 1), as Stats.MaxLogRecord.

@@ -153,7 +153,7 @@ func (tl *timeline) causes(from, to, start time.Time) []Cause {
 		case w.kind == CauseSched && cs[k].Count > 1:
 			cs[k].What = fmt.Sprintf("the process got no processor: a %v timer woke %.1f ms late (%d late wakes, %.1f ms in all): machine load or a stop-the-world", sampleEvery, cs[k].Ms, cs[k].Count, cs[k].TotalMs)
 		case cs[k].Count > 1:
-			cs[k].What += fmt.Sprintf(" (the longest of %d)", cs[k].Count)
+			cs[k].What += fmt.Sprintf("; the longest of %d", cs[k].Count)
 		}
 	}
 	slices.SortStableFunc(cs, func(a, b Cause) int { return cmp.Compare(rank(b), rank(a)) })
@@ -291,7 +291,7 @@ func (m *monitor) poll() {
 		if st.MaxDoWork >= minSpan {
 			sp := st.MaxDoWorkSplit
 			m.tl.add(span{kind: CauseDoWork, from: st.MaxDoWorkAt, to: st.MaxDoWorkAt.Add(st.MaxDoWork), d: st.MaxDoWork,
-				what: fmt.Sprintf("one duty cycle of the node took %.1f ms (sequencing %.1f, service and egress %.1f, log recording %.1f, snapshots %.1f, mark file %.1f ms)",
+				what: fmt.Sprintf("one duty cycle of the node took %.1f ms (sequencing %.1f, service and egress %.1f, log recording %.1f, snapshot completion %.1f, mark file %.1f ms)",
 					ms(st.MaxDoWork), ms(sp.Sequence), ms(sp.Service), ms(sp.Record), ms(sp.Snapshot), ms(sp.MarkFile))})
 		}
 		if seg := st.DurableLog / m.segLen; m.segLen > 0 && seg != lastSeg {
