@@ -201,12 +201,41 @@ type Stats struct {
 	// ResetMaxima; MaxLogRecordAt when that was.
 	MaxLogRecord   time.Duration
 	MaxLogRecordAt time.Time
+	// MaxDoWork is the longest one DoWork took (sequencing, delivery to
+	// the service, recording, release; a stop-the-world snapshot's write)
+	// since Open or ResetMaxima; MaxDoWorkAt when it started;
+	// MaxDoWorkSplit where its time went.
+	MaxDoWork      time.Duration
+	MaxDoWorkAt    time.Time
+	MaxDoWorkSplit DutyCycleSplit
 }
 
-// ResetMaxima restarts Stats.MaxLogRecord. Call it from the goroutine
-// that runs DoWork.
+// DutyCycleSplit is where one DoWork's time went.
+type DutyCycleSplit struct {
+	// MarkFile: the liveness stamp of cluster-mark.dat (one positional
+	// write, about once a second).
+	MarkFile time.Duration
+	// Snapshot: completing a background snapshot (its recording-log
+	// entries).
+	Snapshot time.Duration
+	// Sequence: appending ingress, timers and snapshot requests to the
+	// log buffer.
+	Sequence time.Duration
+	// Service: delivering the new log entries to the service — a
+	// snapshot starts when its request is delivered, so this holds a
+	// stop-the-world snapshot's whole write and a pauseless one's clone —
+	// and releasing the egress that became durable.
+	Service time.Duration
+	// Record: recording the log in the archive (write, and sync at level
+	// >= 1), as Stats.MaxLogRecord.
+	Record time.Duration
+}
+
+// ResetMaxima restarts Stats.MaxLogRecord and Stats.MaxDoWork. Call it
+// from the goroutine that runs DoWork.
 func (n *Node) ResetMaxima() {
 	n.stats.MaxLogRecord, n.stats.MaxLogRecordAt = 0, time.Time{}
+	n.stats.MaxDoWork, n.stats.MaxDoWorkAt, n.stats.MaxDoWorkSplit = 0, time.Time{}, DutyCycleSplit{}
 }
 
 // Errors.
@@ -335,8 +364,12 @@ type Node struct {
 	lastSnapPos  int64
 	lastSnapTime int64
 
-	stats    Stats
-	recovery Recovery
+	stats Stats
+	// split is where the current DoWork's time went; lastRecord its
+	// recording time (summed over step's records in the cycle).
+	split      DutyCycleSplit
+	lastRecord time.Duration
+	recovery   Recovery
 }
 
 func (o *Options) defaults() {
@@ -602,7 +635,15 @@ func (n *Node) DoWork() (int, error) {
 	if n.closed {
 		return 0, ErrClosed
 	}
+	t0 := time.Now()
 	work, err := n.doWork()
+	d := time.Since(t0)
+	if d > n.stats.MaxDoWork {
+		n.stats.MaxDoWork, n.stats.MaxDoWorkAt, n.stats.MaxDoWorkSplit = d, t0, n.split
+	}
+	if n.opts.DutyCycle != nil && work > 0 {
+		n.opts.DutyCycle.Observe(d.Seconds())
+	}
 	if err != nil {
 		n.fail(err)
 		return work, err
@@ -618,10 +659,8 @@ func (n *Node) fail(err error) {
 }
 
 func (n *Node) doWork() (int, error) {
-	var t0 time.Time
-	if n.opts.DutyCycle != nil {
-		t0 = time.Now()
-	}
+	n.split, n.lastRecord = DutyCycleSplit{}, 0
+	t0 := time.Now()
 	if now := n.opts.EpochClock(); now-n.markMs >= MarkFileUpdateInterval.Milliseconds() || now < n.markMs {
 		// One positional write, no sync: liveness, not durability.
 		if err := stampMarkFile(n.mark, now); err != nil {
@@ -629,26 +668,32 @@ func (n *Node) doWork() (int, error) {
 		}
 		n.markMs = now
 	}
+	t1 := time.Now()
+	n.split.MarkFile = t1.Sub(t0)
 	before := n.stats.Snapshots + n.stats.Released + n.rec.blocks
 	if err := n.pollSnapshot(false); err != nil {
 		return 0, err
 	}
+	t2 := time.Now()
+	n.split.Snapshot = t2.Sub(t1)
 	work, err := n.sequence()
 	if err != nil {
 		return work, err
 	}
+	t3 := time.Now()
+	n.split.Sequence = t3.Sub(t2)
 	if err := n.step(true); err != nil {
 		return work, err
 	}
+	t4 := time.Now()
+	n.split.Record = n.lastRecord
+	n.split.Service = t4.Sub(t3) - n.lastRecord
 	if err := n.pollSnapshot(false); err != nil {
 		return work, err
 	}
+	n.split.Snapshot += time.Since(t4)
 	// Work is what was sequenced, recorded, released or completed.
-	work += int(n.stats.Snapshots + n.stats.Released + n.rec.blocks - before)
-	if n.opts.DutyCycle != nil && work > 0 {
-		n.opts.DutyCycle.Observe(time.Since(t0).Seconds())
-	}
-	return work, nil
+	return work + int(n.stats.Snapshots+n.stats.Released+n.rec.blocks-before), nil
 }
 
 // Pending is how many ingress messages wait to be sequenced plus how many
@@ -686,7 +731,9 @@ func (n *Node) step(live bool) error {
 	if err := n.rec.record(limit, true); err != nil {
 		return err
 	}
-	if d := time.Since(t0); d > n.stats.MaxLogRecord {
+	d := time.Since(t0)
+	n.lastRecord += d
+	if d > n.stats.MaxLogRecord {
 		n.stats.MaxLogRecord, n.stats.MaxLogRecordAt = d, t0
 	}
 	n.pub.SetPositionLimit(min(n.img.Position(), n.rec.Position()) + int64(n.log.TermWindowLength()))

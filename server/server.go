@@ -276,13 +276,19 @@ func (h hooked) OnSessionClose(sess *cluster.ClientSession, ts int64, r cluster.
 	return nil
 }
 
-// New opens the node (recovering its snapshot and log), closes the
-// sessions left open in the log with TIMEOUT, and listens. Call Serve to
-// run it, or Close to release it without serving.
+// New listens, then opens the node (recovering its snapshot and log) and
+// closes the sessions left open in the log with TIMEOUT. Call Serve to run
+// it, or Close to release it without serving. The listener is bound
+// first, so an unusable address fails before the node directory is opened
+// or created; no connection is accepted before Serve.
 func New(opts Options) (*Server, error) {
 	opts.defaults()
 	s := &Server{opts: opts, conns: map[*conn]struct{}{}, sessions: map[int64]*conn{}, clients: map[uint64]*conn{},
 		wake: make(chan struct{}, 1), reqs: make(chan func()), stopped: make(chan struct{})}
+	ln, err := net.Listen("tcp", opts.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("server: listen: %w", err)
+	}
 	s.svc = enginesvc.New(opts.Service)
 	no := opts.Node
 	no.Service = hooked{Service: s.svc, s: s}
@@ -292,24 +298,30 @@ func New(opts Options) (*Server, error) {
 	}
 	node, err := cluster.Open(no)
 	if err != nil {
+		ln.Close()
 		return nil, err
 	}
 	s.node = node
 	for _, id := range node.OpenSessions() {
 		if err := node.CloseSessionReason(id, acs.CloseReasonTIMEOUT); err != nil {
+			ln.Close()
 			node.Close()
 			return nil, err
 		}
 		s.st.stale.Add(1)
 		s.logStaleClose(id)
 	}
-	ln, err := net.Listen("tcp", opts.Addr)
-	if err != nil {
-		return nil, errors.Join(fmt.Errorf("server: listen: %w", err), node.Close())
-	}
 	s.ln = ln
 	return s, nil
 }
+
+// WriteQueueBytes is the bound of each connection's egress queue
+// (Options.WriteQueueBytes after defaults): a client that lets more of its
+// egress wait is closed as a slow consumer. A client that subscribes to
+// no depth and never has more commands outstanding than their events fill
+// this many bytes (framed) is never closed for it, however late it reads:
+// its queue only ever holds the events of its outstanding commands.
+func (s *Server) WriteQueueBytes() int { return s.opts.WriteQueueBytes }
 
 // Addr is the address the server listens on.
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -73,6 +74,10 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 		default:
 			return bad("--plot %q: the file must end in .svg or .html", *plotFile)
 		}
+		// Found now, not after the run: the plot is written last.
+		if err := checkWritable(*plotFile); err != nil {
+			return fmt.Errorf("--plot %s: %w", *plotFile, err)
+		}
 	}
 	if !*quiet {
 		o.Progress = stderr
@@ -103,4 +108,37 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("demo: state hash after the restart %s differs from %s before it", rep.StateHashAfter, rep.StateHashBefore)
 	}
 	return nil
+}
+
+// checkWritable reports whether path can be written as a new or replaced
+// file, changing nothing: an existing file must be a regular file open for
+// writing, and its directory must exist and take a new file (a temporary
+// one, removed at once).
+func checkWritable(path string) error {
+	if fi, err := os.Stat(path); err == nil {
+		if !fi.Mode().IsRegular() {
+			return errors.New("not a regular file")
+		}
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			return err
+		}
+		return f.Close()
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	dir := filepath.Dir(path)
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("its directory: %w", err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s is not a directory", dir)
+	}
+	f, err := os.CreateTemp(dir, ".matchlog-plot-*")
+	if err != nil {
+		return fmt.Errorf("its directory is not writable: %w", err)
+	}
+	name := f.Name()
+	return errors.Join(f.Close(), os.Remove(name))
 }

@@ -8,7 +8,10 @@
 //     temporary directory, listening on 127.0.0.1 on a free port.
 //  2. Preload: one client defines Instruments instruments and sends Orders
 //     resting limit orders (bids below a mid price, asks above, random
-//     levels and sizes), keeping at most a window in flight.
+//     levels and sizes), keeping at most a window in flight: as many
+//     orders as half the node's egress queue holds the events of, so the
+//     node never drops the demo's own client as a slow consumer (see
+//     window.go).
 //  3. Probes: a second client sends IOC buy orders priced far below the
 //     best ask at a fixed Rate; each crosses nothing and is answered by one
 //     Release. Latency is measured from each probe's scheduled send time to
@@ -24,9 +27,13 @@
 //  5. The report: per snapshot the take time and the client pause (the
 //     worst probe latency scheduled from Settle before the request to
 //     Settle after its completion: a probe in flight at the request waits
-//     too), probe p50/p99/max outside those windows, restart time
-//     split into snapshot load and log replay, whether the state hashes
-//     agree, and the machine's load average.
+//     too), probe p50/p99/max outside those windows, the worst probe of
+//     each window and of the time outside them with what overlapped its
+//     wait (GC, a late timer, the node's log recording or a long duty
+//     cycle, a segment roll-over, a snapshot: see stalls.go), restart
+//     time split into snapshot load and log replay, whether the state
+//     hashes agree, and the machine: date, Go version, processors and
+//     load average at start and end.
 package demo
 
 import (
@@ -41,6 +48,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/matchlog/matchlog/archive"
 	"github.com/matchlog/matchlog/client"
 	"github.com/matchlog/matchlog/cluster"
 	"github.com/matchlog/matchlog/cluster/enginesvc"
@@ -48,6 +56,7 @@ import (
 	"github.com/matchlog/matchlog/internal/measure"
 	"github.com/matchlog/matchlog/internal/plot"
 	"github.com/matchlog/matchlog/internal/probe"
+	"github.com/matchlog/matchlog/internal/vfs"
 	"github.com/matchlog/matchlog/server"
 )
 
@@ -71,8 +80,18 @@ type Options struct {
 	// after its completion its pause window extends (default 100 ms; the
 	// same around the restart).
 	Baseline, Gap, Settle time.Duration
-	// Window is the most preload orders in flight (default 8,192).
+	// Window is the most preload orders in flight. The default, and the
+	// most allowed, is what keeps the events of the orders in flight
+	// within half the node's egress queue (WriteQueueBytes): the node
+	// never drops the demo's clients as slow consumers, however loaded
+	// the machine. The probes' window is derived the same way.
 	Window int
+	// WriteQueueBytes is the node's egress queue per connection (default
+	// server.DefaultWriteQueueBytes).
+	WriteQueueBytes int
+	// FS is the node's file system (default the operating system's);
+	// tests delay or fail its operations through it.
+	FS vfs.FS
 	// Seed of the book (default 1).
 	Seed uint64
 	// Progress receives a progress bar and phase lines (nil: none).
@@ -101,8 +120,8 @@ func (o *Options) defaults() {
 	if o.Settle <= 0 {
 		o.Settle = 100 * time.Millisecond
 	}
-	if o.Window <= 0 {
-		o.Window = 8192
+	if o.Window < 0 {
+		o.Window = 0
 	}
 	if o.Seed == 0 {
 		o.Seed = 1
@@ -144,6 +163,17 @@ type Report struct {
 	TakeMs    float64    `json:"take_ms"`
 	STWTakeMs float64    `json:"stw_take_ms"`
 	Snapshots []Snapshot `json:"snapshots"`
+	// Stalls are the worst probe of each snapshot's window, of the
+	// restart's, and of the time outside all of them ("outside"), each
+	// with what overlapped its wait.
+	Stalls []Stall `json:"stalls"`
+
+	// EgressQueueBytes is the node's egress queue per connection;
+	// PreloadWindow and ProbeWindow the most preload orders and probes
+	// kept outstanding, derived from it (see Options.Window).
+	EgressQueueBytes int `json:"egress_queue_bytes"`
+	PreloadWindow    int `json:"preload_window"`
+	ProbeWindow      int `json:"probe_window"`
 
 	ProbeRate    float64 `json:"probe_rate"`
 	ProbesSent   int     `json:"probes_sent"`
@@ -176,6 +206,7 @@ type Report struct {
 	LoadAvgEnd [3]float64 `json:"load_avg_end"`
 	NumCPU     int        `json:"num_cpu"`
 	GOMAXPROCS int        `json:"gomaxprocs"`
+	Machine    Machine    `json:"machine"`
 	Dir        string     `json:"dir"`
 
 	rec   *probe.Recorder
@@ -199,12 +230,13 @@ const (
 func Run(ctx context.Context, o Options) (*Report, error) {
 	o.defaults()
 	rep := &Report{Orders: o.Orders, Instruments: o.Instruments, SyncLevel: o.SyncLevel, ProbeRate: o.Rate,
-		LoadAvg: measure.LoadAvg(), NumCPU: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0)}
+		LoadAvg: measure.LoadAvg(), NumCPU: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), Machine: thisMachine(time.Now())}
 	say := func(format string, args ...any) {
 		if o.Progress != nil {
 			fmt.Fprintf(o.Progress, format+"\n", args...)
 		}
 	}
+	say("machine: %s; load average %.2f %.2f %.2f", rep.machineLine(), rep.LoadAvg[0], rep.LoadAvg[1], rep.LoadAvg[2])
 	dir := o.Dir
 	if dir != "" {
 		// The preload defines instruments and order ids from 1: a node
@@ -224,10 +256,20 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		dir = d
 	}
 	rep.Dir = dir
+	// The windows, checked before anything is written (and derived again
+	// from the node's own queue once it runs).
+	queue := o.WriteQueueBytes
+	if queue <= 0 {
+		queue = server.DefaultWriteQueueBytes
+	}
+	if _, _, err := windows(queue, o.Window); err != nil {
+		return nil, err
+	}
 	sopts := server.Options{
-		Addr:           "127.0.0.1:0",
-		Node:           cluster.Options{Dir: dir, FileSyncLevel: o.SyncLevel, SnapshotMode: cluster.Pauseless},
-		SessionTimeout: 30 * time.Second,
+		Addr:            "127.0.0.1:0",
+		Node:            cluster.Options{FS: o.FS, Dir: dir, FileSyncLevel: o.SyncLevel, SnapshotMode: cluster.Pauseless},
+		SessionTimeout:  30 * time.Second,
+		WriteQueueBytes: o.WriteQueueBytes,
 	}
 
 	// The node.
@@ -238,6 +280,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	defer func() { srv.stop() }()
 	addr := srv.s.Addr().String()
 	say("node: %s, listening on %s, file sync level %d", dir, addr, o.SyncLevel)
+	rep.EgressQueueBytes = srv.s.WriteQueueBytes()
+	if rep.PreloadWindow, rep.ProbeWindow, err = windows(rep.EgressQueueBytes, o.Window); err != nil {
+		return nil, err
+	}
+	o.Window = rep.PreloadWindow
 
 	// Preload.
 	if err := preload(ctx, o, addr, rep, say); err != nil {
@@ -252,7 +299,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	var first atomic.Uint64
 	pc, err := client.Dial(ctx, client.Options{Addr: addr, ClientID: probeClient, Reconnect: true,
 		ReconnectMin: time.Millisecond, ReconnectMax: 20 * time.Millisecond, ReconnectTimeout: time.Minute,
-		MaxOutstanding: 1 << 20,
+		MaxOutstanding: rep.ProbeWindow,
 		OnEvent: func(ev *engine.Event) {
 			if ev.Kind == engine.EvRelease && rec != nil {
 				rec.Done(int(ev.Seq-first.Load()), time.Now())
@@ -274,11 +321,22 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	var sent atomic.Int64
 	probeDone := make(chan error, 1)
 	go func() {
-		cmd := engine.Command{Kind: engine.CmdNewOrder, Instrument: 1, Account: 999_999, Side: engine.Buy,
-			Type: engine.Limit, TIF: engine.IOC, Price: probePrice, Qty: 1}
+		cmd := probeCommand()
 		n, err := sched.Run(probeCtx, sched.Count(total), func(i int, _ time.Time) error {
 			hold.RLock()
 			defer hold.RUnlock()
+			// Back-pressure: a full window waits for answers (the
+			// probes behind it are measured from their scheduled
+			// times all the same).
+			for pc.Outstanding() >= rep.ProbeWindow {
+				if err := probeCtx.Err(); err != nil {
+					return err
+				}
+				if err := pc.Err(); err != nil {
+					return err
+				}
+				time.Sleep(50 * time.Microsecond)
+			}
 			cmd.OrderID = 1<<40 + uint64(i)
 			cmd.Instrument = uint32(i%o.Instruments) + 1
 			_, err := pc.Send(&cmd)
@@ -310,13 +368,25 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 	}
 	say("probes: %.0f IOC orders/s that cross nothing, latency to their Release", o.Rate)
+	tl := &timeline{}
+	segLen := int64(sopts.Node.SegmentLength)
+	if segLen <= 0 {
+		segLen = archive.DefaultSegmentLength
+	}
+	mon := startMonitor(tl, srv.s, segLen)
+	monDone := false
+	defer func() {
+		if !monDone {
+			mon.finish(sched.Start)
+		}
+	}()
 	if err := sleep(o.Baseline); err != nil {
 		return nil, err
 	}
 
 	// Snapshots.
 	for _, mode := range []cluster.SnapshotMode{cluster.Pauseless, cluster.StopTheWorld} {
-		s, err := takeSnapshot(ctx, srv.s, mode, rec, o.Settle, sched.Start)
+		s, err := takeSnapshot(ctx, srv.s, mode, rec, tl, o.Settle, sched.Start)
 		if err != nil {
 			return nil, err
 		}
@@ -351,6 +421,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	t0 := time.Now()
+	mon.setServer(nil)
 	if err := srv.stop(); err != nil {
 		return nil, fmt.Errorf("demo: closing the node: %w", err)
 	}
@@ -369,6 +440,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	release()
 	resumeAt := time.Now()
 	rec.Mark("resumed", resumeAt)
+	mon.setServer(srv.s)
+	tl.add(span{kind: CauseRestart, from: holdAt, to: resumeAt, d: resumeAt.Sub(holdAt),
+		what: fmt.Sprintf("the node closed (%.1f ms) and reopened (%.1f ms: snapshot load %.1f ms, log replay %.1f ms) with the probes held", rep.CloseMs, ms(recov.Total), ms(recov.SnapshotLoad), ms(recov.Replay))})
 	rep.RestartMs, rep.SnapshotLoadMs, rep.ReplayMs = ms(recov.Total), ms(recov.SnapshotLoad), ms(recov.Replay)
 	rep.ReplayedEntries, rep.ReplayedBytes = recov.ReplayedEntries, recov.ReplayedBytes
 	rep.StateHashBefore, rep.StateHashAfter = fmt.Sprintf("%016x", before), fmt.Sprintf("%016x", after)
@@ -388,6 +462,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	werr := pc.Wait(wctx)
 	cancel()
 	sum := rec.Finish(time.Now(), int(sent.Load()))
+	mon.finish(sched.Start)
+	monDone = true
 	if werr != nil && sum.Lost == 0 {
 		return nil, fmt.Errorf("demo: waiting for the last probes: %w", werr)
 	}
@@ -412,6 +488,17 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	restartWin := [2]time.Time{holdAt.Add(-o.Settle), resumeAt.Add(o.Settle)}
 	windows = append(windows, restartWin)
 	rep.RestartPauseMsMax = ms(rec.WindowMax(restartWin[0], restartWin[1]))
+	for i, s := range rep.Snapshots {
+		if w, ok := rec.WindowWorst(windows[i][0], windows[i][1]); ok {
+			rep.Stalls = append(rep.Stalls, stallOf(s.Mode, w, sched.Start, tl))
+		}
+	}
+	if w, ok := rec.WindowWorst(restartWin[0], restartWin[1]); ok {
+		rep.Stalls = append(rep.Stalls, stallOf("restart", w, sched.Start, tl))
+	}
+	if w, ok := rec.WorstOutside(windows); ok {
+		rep.Stalls = append(rep.Stalls, stallOf("outside", w, sched.Start, tl))
+	}
 	rep.ProbeP50Us = us(rec.QuantileOutside(windows, 0.50))
 	rep.ProbeP99Us = us(rec.QuantileOutside(windows, 0.99))
 	rep.ProbeMaxUs = us(rec.QuantileOutside(windows, 1))
@@ -512,7 +599,7 @@ func preload(ctx context.Context, o Options, addr string, rep *Report, say func(
 
 // takeSnapshot requests a snapshot in mode and waits for it to complete,
 // then fills in its costs and its pause window (once Settle has passed).
-func takeSnapshot(ctx context.Context, s *server.Server, mode cluster.SnapshotMode, rec *probe.Recorder, settle time.Duration, start time.Time) (Snapshot, error) {
+func takeSnapshot(ctx context.Context, s *server.Server, mode cluster.SnapshotMode, rec *probe.Recorder, tl *timeline, settle time.Duration, start time.Time) (Snapshot, error) {
 	var before cluster.Stats
 	if err := s.Inspect(ctx, func(n *cluster.Node, _ *enginesvc.Service) { before = n.Stats() }); err != nil {
 		return Snapshot{}, err
@@ -542,6 +629,8 @@ func takeSnapshot(ctx context.Context, s *server.Server, mode cluster.SnapshotMo
 	}
 	doneAt := time.Now()
 	rec.Mark("snapshot-"+kind+"-done", doneAt)
+	tl.add(span{kind: CauseSnapshot, from: at, to: doneAt, d: doneAt.Sub(at),
+		what: fmt.Sprintf("the %s snapshot, request to completion (write %.1f ms, duty cycle held %.2f ms)", kind, ms(st.LastSnapshotWrite), ms(st.LastSnapshotPrepare))})
 	time.Sleep(settle)
 	return Snapshot{Mode: kind, TakeMs: ms(st.LastSnapshotWrite), PrepareMs: ms(st.LastSnapshotPrepare),
 		ArchiveMs: ms(st.LastSnapshotArchive), Bytes: st.SnapshotBytes - before.SnapshotBytes,
@@ -577,6 +666,12 @@ func (r *Report) Chart() *plot.LatencyChart {
 			c.Spans = append(c.Spans, plot.Span{From: restartAt, To: x, Label: "node down (close, load, replay)"})
 		}
 	}
+	for _, st := range r.Stalls {
+		if st.Window == "outside" {
+			c.Marks = append(c.Marks, plot.Mark{X: time.Duration(st.AtS * float64(time.Second)),
+				Label: fmt.Sprintf("worst outside: %.0f ms", st.LatencyMs), Kind: "worst probe outside snapshots"})
+		}
+	}
 	for _, s := range r.Snapshots {
 		from := time.Duration(s.AtS * float64(time.Second))
 		c.Spans = append(c.Spans, plot.Span{From: from, To: from + time.Duration(s.DurationMs*float64(time.Millisecond)), Label: s.Mode + " snapshot"})
@@ -592,15 +687,27 @@ func (r *Report) Chart() *plot.LatencyChart {
 
 func (r *Report) rows() [][2]string {
 	f := func(format string, args ...any) string { return fmt.Sprintf(format, args...) }
-	return [][2]string{
+	rows := [][2]string{
 		{"resting orders", f("%d", r.RestingOrders)},
 		{"pauseless snapshot", f("take %.1f ms, client pause %.2f ms", r.TakeMs, r.PauselessPauseMsMax)},
 		{"stop-the-world snapshot", f("take %.1f ms, client pause %.2f ms", r.STWTakeMs, r.STWPauseMsMax)},
 		{"probes outside snapshots", f("p50 %.0f µs, p99 %.0f µs, max %.0f µs", r.ProbeP50Us, r.ProbeP99Us, r.ProbeMaxUs)},
 		{"restart", f("%.1f ms (snapshot load %.1f ms, replay %.1f ms)", r.RestartMs, r.SnapshotLoadMs, r.ReplayMs)},
 		{"state hash", f("%s / %s equal=%v", r.StateHashBefore, r.StateHashAfter, r.StateHashEqual)},
+		{"machine", r.machineLine()},
 		{"load average", f("%.2f %.2f %.2f (start) / %.2f %.2f %.2f (end), %d CPUs", r.LoadAvg[0], r.LoadAvg[1], r.LoadAvg[2], r.LoadAvgEnd[0], r.LoadAvgEnd[1], r.LoadAvgEnd[2], r.NumCPU)},
 	}
+	for _, st := range r.Stalls {
+		if st.Window != "outside" {
+			continue
+		}
+		what := "nothing the demo measures"
+		if len(st.Causes) > 0 {
+			what = st.Causes[0].What
+		}
+		rows = append(rows, [2]string{"worst probe outside snapshots", f("%.2f ms at +%.3f s: %s", st.LatencyMs, st.AtS, what)})
+	}
+	return rows
 }
 
 // WriteText writes the readable report.
@@ -610,12 +717,37 @@ func (r *Report) WriteText(w io.Writer) error {
 	p("matchlog demo\n\n")
 	p("  book          %d resting orders on %d instruments, preloaded over TCP in %.1f s (%.0f orders/s)\n",
 		r.RestingOrders, r.Instruments, r.PreloadS, r.PreloadRate)
+	p("  in flight     at most %d preload orders and %d probes: their events fill at most half the node's %d-byte egress queue\n",
+		r.PreloadWindow, r.ProbeWindow, r.EgressQueueBytes)
 	p("  durability    file sync level %d\n", r.SyncLevel)
 	p("  probes        %d sent at %.0f/s, %d lost; latency from the scheduled send time to the Release\n", r.ProbesSent, r.ProbeRate, r.ProbesLost)
 	p("                outside snapshots and the restart: p50 %.0f µs  p99 %.0f µs  max %.0f µs\n", r.ProbeP50Us, r.ProbeP99Us, r.ProbeMaxUs)
 	p("\n  snapshot            take      duty cycle held   client pause (worst probe)   bytes\n")
 	for _, s := range r.Snapshots {
 		p("  %-18s  %7.1f ms  %9.2f ms       %9.2f ms                  %d\n", s.Mode, s.TakeMs, s.PrepareMs, s.PauseMsMax, s.Bytes)
+	}
+	if len(r.Stalls) > 0 {
+		p("\n  worst probe   latency     sent at    what overlapped its wait (times from the probes' start)\n")
+		for _, st := range r.Stalls {
+			lost := ""
+			if st.Lost {
+				lost = " (lost)"
+			}
+			p("  %-10s  %9.2f ms  %+8.3f s%s", st.Window, st.LatencyMs, st.AtS, lost)
+			if len(st.Causes) == 0 {
+				p("  nothing the demo measures: no GC, late timer, long log recording or duty cycle, segment roll-over or snapshot\n")
+			}
+			for i, c := range st.Causes {
+				if i > 0 {
+					p("  %-10s  %12s  %10s", "", "", "")
+				}
+				p("  %+.3f s %s\n", c.AtS, c.What)
+				if i == 2 && len(st.Causes) > 3 {
+					p("  %-10s  %12s  %10s  and %d more (in the JSON report)\n", "", "", "", len(st.Causes)-3)
+					break
+				}
+			}
+		}
 	}
 	p("\n  restart       %.1f ms to reopen: snapshot load %.1f ms + log replay %.1f ms (%d entries, %d bytes); clean close %.1f ms\n",
 		r.RestartMs, r.SnapshotLoadMs, r.ReplayMs, r.ReplayedEntries, r.ReplayedBytes, r.CloseMs)
@@ -625,13 +757,24 @@ func (r *Report) WriteText(w io.Writer) error {
 		eq = "DIFFERENT"
 	}
 	p("  state hash    %s before, %s after: %s\n", r.StateHashBefore, r.StateHashAfter, eq)
-	p("  machine       load average %.2f %.2f %.2f at start, %.2f %.2f %.2f at end; %d CPUs, GOMAXPROCS %d\n",
-		r.LoadAvg[0], r.LoadAvg[1], r.LoadAvg[2], r.LoadAvgEnd[0], r.LoadAvgEnd[1], r.LoadAvgEnd[2], r.NumCPU, r.GOMAXPROCS)
+	p("  machine       %s\n", r.machineLine())
+	p("                load average %.2f %.2f %.2f at start, %.2f %.2f %.2f at end\n",
+		r.LoadAvg[0], r.LoadAvg[1], r.LoadAvg[2], r.LoadAvgEnd[0], r.LoadAvgEnd[1], r.LoadAvgEnd[2])
 	if lim := float64(r.NumCPU); r.LoadAvg[0] > lim || r.LoadAvgEnd[0] > lim {
 		p("                (load above the CPU count: the latencies are upper bounds)\n")
 	}
 	_, err := w.Write(b)
 	return err
+}
+
+// machineLine is the date, the build and the processors.
+func (r *Report) machineLine() string {
+	m := r.Machine
+	cpu := fmt.Sprintf("%d CPUs", r.NumCPU)
+	if m.CPUModel != "" {
+		cpu += " (" + m.CPUModel + ")"
+	}
+	return fmt.Sprintf("%s, %s %s/%s, %s, GOMAXPROCS %d", m.Date, m.GoVersion, m.OS, m.Arch, cpu, r.GOMAXPROCS)
 }
 
 // bar is a progress bar on a writer.

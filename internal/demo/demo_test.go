@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -72,7 +73,8 @@ func TestDemoSmall(t *testing.T) {
 	if err := json.Unmarshal(b, &m); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"orders", "pauseless_pause_ms_max", "stw_pause_ms_max", "take_ms", "probe_p50_us", "probe_p99_us", "restart_ms", "replay_ms", "state_hash_equal", "load_avg"} {
+	for _, k := range []string{"orders", "pauseless_pause_ms_max", "stw_pause_ms_max", "take_ms", "probe_p50_us", "probe_p99_us", "restart_ms", "replay_ms", "state_hash_equal", "load_avg", "load_avg_end",
+		"machine", "stalls", "egress_queue_bytes", "preload_window", "probe_window"} {
 		if _, ok := m[k]; !ok {
 			t.Errorf("JSON report lacks %q", k)
 		}
@@ -85,7 +87,11 @@ func TestDemoSmall(t *testing.T) {
 	if err := rep.WriteText(&txt); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"pauseless", "stw", "state hash", "equal", "load average"} {
+	mach, _ := m["machine"].(map[string]any)
+	if mach["go_version"] != runtime.Version() || mach["date"] == "" || mach["os"] != runtime.GOOS {
+		t.Errorf("JSON machine %v", mach)
+	}
+	for _, s := range []string{"pauseless", "stw", "state hash", "equal", "load average", "worst probe", "outside", runtime.Version(), rep.Machine.Date} {
 		if !strings.Contains(txt.String(), s) {
 			t.Errorf("text report lacks %q:\n%s", s, txt.String())
 		}

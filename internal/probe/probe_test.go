@@ -282,6 +282,45 @@ func TestWindowMaxAndQuantileOutside(t *testing.T) {
 	}
 }
 
+// TestWorst: the worst probe in a window and outside all windows, with
+// its index and intended offset, exact (not histogram-rounded).
+func TestWorst(t *testing.T) {
+	lat := func(i int) time.Duration {
+		switch {
+		case i >= 500 && i < 520:
+			return time.Duration(300-(i-500)) * time.Millisecond
+		case i == 800:
+			return 40*time.Millisecond + 7*time.Microsecond
+		case i == 900:
+			return 40 * time.Millisecond // below the spike at 800
+		}
+		return 100*time.Microsecond + time.Duration(i%10)*time.Microsecond
+	}
+	r, s := synthetic(t, 1000, lat)
+	ms := func(k int) time.Time { return s.Start.Add(time.Duration(k) * time.Millisecond) }
+	w, ok := r.WindowWorst(ms(490), ms(530))
+	if !ok || w.Index != 500 || w.Latency != 300*time.Millisecond || w.Offset != s.Offset(500) {
+		t.Errorf("WindowWorst(pause) = %+v, %v; want probe 500 at 300ms", w, ok)
+	}
+	if w, ok := r.WindowWorst(ms(2000), ms(3000)); ok {
+		t.Errorf("WindowWorst(after end) = %+v; want none", w)
+	}
+	// Outside the pause's window the spike is the worst: the one a
+	// window around the pause would hide from a report of windows only.
+	w, ok = r.WorstOutside([][2]time.Time{{ms(495), ms(525)}})
+	if !ok || w.Index != 800 || w.Latency != 40*time.Millisecond+7*time.Microsecond || w.Offset != s.Offset(800) {
+		t.Errorf("WorstOutside = %+v, %v; want probe 800 at 40.007ms", w, ok)
+	}
+	// Overlapping, unsorted windows that cover the pause and the spike.
+	w, ok = r.WorstOutside([][2]time.Time{{ms(790), ms(810)}, {ms(510), ms(600)}, {ms(400), ms(515)}})
+	if !ok || w.Index != 900 {
+		t.Errorf("WorstOutside(pause and spike excluded) = %+v, %v; want probe 900", w, ok)
+	}
+	if w, ok := r.WorstOutside([][2]time.Time{{ms(-10), ms(2000)}}); ok {
+		t.Errorf("WorstOutside(all excluded) = %+v; want none", w)
+	}
+}
+
 func TestMarks(t *testing.T) {
 	r := NewRecorder(Schedule{Rate: 1, Start: time.Unix(0, 0)}, 0)
 	r.Mark("snapshot-start", time.Unix(1, 0))

@@ -389,3 +389,72 @@ func (r *Recorder) Each(fn func(i int, offset, latency time.Duration, lost bool)
 		}
 	}
 }
+
+// Worst is the probe with the highest latency in a range of the series.
+type Worst struct {
+	// Index is the probe's index, Offset its intended send time relative
+	// to Schedule.Start.
+	Index  int
+	Offset time.Duration
+	// Latency is its latency (up to Finish when Lost).
+	Latency time.Duration
+	Lost    bool
+}
+
+// WindowWorst returns the probe with the highest latency among those whose
+// intended send time lies in [from, to] (both inclusive), as WindowMax
+// does, and false if there is none. Ties go to the earliest probe.
+func (r *Recorder) WindowWorst(from, to time.Time) (Worst, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	lo, hi := r.seriesRange(from, to)
+	return r.worstDone(r.worstIn(lo, hi, Worst{Index: -1}))
+}
+
+// worstIn returns the worse of w and the worst probe in series[lo:hi]
+// (Index -1: none yet).
+func (r *Recorder) worstIn(lo, hi int, w Worst) Worst {
+	for i, v := range r.series[lo:hi] {
+		if l, lost, ok := decode(v); ok && (w.Index < 0 || l > w.Latency) {
+			w = Worst{Index: lo + i, Latency: l, Lost: lost}
+		}
+	}
+	return w
+}
+
+func (r *Recorder) worstDone(w Worst) (Worst, bool) {
+	if w.Index < 0 {
+		return Worst{}, false
+	}
+	w.Offset = r.sched.Offset(w.Index)
+	return w, true
+}
+
+// WorstOutside returns the probe with the highest latency among those
+// inside the series capacity whose intended send time lies outside every
+// window (the probes QuantileOutside counts), and false if there is none.
+// Ties go to the earliest probe.
+func (r *Recorder) WorstOutside(windows [][2]time.Time) (Worst, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	type rng struct{ lo, hi int }
+	excl := make([]rng, 0, len(windows))
+	for _, w := range windows {
+		if lo, hi := r.seriesRange(w[0], w[1]); lo < hi {
+			excl = append(excl, rng{lo, hi})
+		}
+	}
+	sort.Slice(excl, func(a, b int) bool { return excl[a].lo < excl[b].lo })
+	w := Worst{Index: -1}
+	next := 0
+	for _, e := range excl {
+		if e.lo > next {
+			w = r.worstIn(next, e.lo, w)
+		}
+		next = max(next, e.hi)
+	}
+	if next < len(r.series) {
+		w = r.worstIn(next, len(r.series), w)
+	}
+	return r.worstDone(w)
+}

@@ -1,0 +1,162 @@
+package demo_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/matchlog/matchlog/internal/demo"
+	"github.com/matchlog/matchlog/internal/vfs"
+)
+
+// slowSyncFS delays one file sync by delay once armed.
+type slowSyncFS struct {
+	vfs.FS
+	delay time.Duration
+	armed atomic.Bool
+	fired atomic.Int64 // unix ns of the delayed sync's start
+}
+
+type slowSyncFile struct {
+	vfs.File
+	fs *slowSyncFS
+}
+
+func (f *slowSyncFS) wrap(file vfs.File, err error) (vfs.File, error) {
+	if err != nil {
+		return nil, err
+	}
+	return slowSyncFile{file, f}, nil
+}
+
+func (f *slowSyncFS) Create(name string) (vfs.File, error) { return f.wrap(f.FS.Create(name)) }
+func (f *slowSyncFS) OpenRW(name string) (vfs.File, error) { return f.wrap(f.FS.OpenRW(name)) }
+
+func (f slowSyncFile) stall() {
+	if f.fs.armed.CompareAndSwap(true, false) {
+		f.fs.fired.Store(time.Now().UnixNano())
+		time.Sleep(f.fs.delay)
+	}
+}
+
+func (f slowSyncFile) Sync() error    { f.stall(); return f.File.Sync() }
+func (f slowSyncFile) SyncAll() error { f.stall(); return f.File.SyncAll() }
+
+// armOnProbes is a progress writer that arms fs after the given delay
+// once the demo says the probes started.
+type armOnProbes struct {
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	fs    *slowSyncFS
+	after time.Duration
+	once  sync.Once
+}
+
+func (w *armOnProbes) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	if strings.Contains(w.buf.String(), "\nprobes:") {
+		w.once.Do(func() { time.AfterFunc(w.after, func() { w.fs.armed.Store(true) }) })
+	}
+	return len(p), nil
+}
+
+// TestDemoStallOutsideWindows injects one slow log sync (150 ms) during the
+// baseline, well before the first snapshot's window: the report's worst
+// probe outside the windows shows it (with the max outside the windows),
+// and names the node's log recording as what held it, in the JSON and in
+// the text.
+func TestDemoStallOutsideWindows(t *testing.T) {
+	const delay = 150 * time.Millisecond
+	fs := &slowSyncFS{FS: vfs.Default, delay: delay}
+	prog := &armOnProbes{fs: fs, after: 150 * time.Millisecond}
+	opts := demo.Options{Orders: 5_000, Instruments: 2, Rate: 1000, SyncLevel: 1, Baseline: time.Second,
+		Gap: 200 * time.Millisecond, Settle: 50 * time.Millisecond, FS: fs, Progress: prog,
+		Dir: filepath.Join(t.TempDir(), "node")}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rep, err := demo.Run(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fs.fired.Load() == 0 {
+		t.Fatal("the slow sync never ran")
+	}
+	var out *demo.Stall
+	windows := map[string]bool{}
+	for i := range rep.Stalls {
+		windows[rep.Stalls[i].Window] = true
+		if rep.Stalls[i].Window == "outside" {
+			out = &rep.Stalls[i]
+		}
+	}
+	for _, w := range []string{"pauseless", "stw", "restart", "outside"} {
+		if !windows[w] {
+			t.Errorf("no worst probe for %q in %+v", w, rep.Stalls)
+		}
+	}
+	if out == nil {
+		t.Fatal("no worst probe outside the windows")
+	}
+	if out.LatencyMs < ms(delay) || out.AtS <= 0 || out.AtS > opts.Baseline.Seconds() {
+		t.Fatalf("worst probe outside the windows %+v: want at least %v, during the baseline", out, delay)
+	}
+	if rep.ProbeMaxUs < 1000*ms(delay)*0.99 {
+		t.Fatalf("max outside the windows %.0f µs hides the %v stall", rep.ProbeMaxUs, delay)
+	}
+	if len(out.Causes) == 0 || out.Causes[0].Kind != demo.CauseLogRecord || out.Causes[0].Ms < ms(delay) {
+		t.Fatalf("the stall's causes %+v: want the log recording of at least %v first", out.Causes, delay)
+	}
+	// The duty cycle that held the slow sync says where its time went.
+	seen := false
+	for _, c := range out.Causes {
+		if c.Kind != demo.CauseDoWork || c.Ms < ms(delay) {
+			continue
+		}
+		seen = true
+		m := regexp.MustCompile(`log recording ([0-9.]+)`).FindStringSubmatch(c.What)
+		if m == nil {
+			t.Errorf("the duty cycle's split names no log recording: %q", c.What)
+			continue
+		}
+		if rec, err := strconv.ParseFloat(m[1], 64); err != nil || rec < ms(delay) {
+			t.Errorf("the duty cycle's split does not show the %v log recording: %q", delay, c.What)
+		}
+	}
+	if !seen {
+		t.Errorf("no duty cycle of at least %v among %+v", delay, out.Causes)
+	}
+	b, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{`"stalls":[`, `"window":"outside"`, `"kind":"log_record"`, `"causes":[`} {
+		if !bytes.Contains(b, []byte(k)) {
+			t.Errorf("JSON report lacks %s", k)
+		}
+	}
+	var txt bytes.Buffer
+	if err := rep.WriteText(&txt); err != nil {
+		t.Fatal(err)
+	}
+	var line string
+	for l := range strings.Lines(txt.String()) {
+		if strings.HasPrefix(strings.TrimSpace(l), "outside ") {
+			line = l
+		}
+	}
+	if !strings.Contains(line, "log recording (archive write and file sync)") {
+		t.Fatalf("the text report's outside line %q does not name the log recording:\n%s", line, txt.String())
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d) / 1e6 }
