@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -47,11 +48,16 @@ func TestMain(m *testing.M) {
 
 // nodeChild is `matchlog node` running as a child process.
 type nodeChild struct {
-	cmd    *exec.Cmd
-	addr   string
-	stderr *lockedWriter
+	cmd     *exec.Cmd
+	addr    string // from its "listening ADDR" line
+	metrics string // from its "metrics URL" line, when started with --metrics
+	stderr  *lockedWriter
+	exited  chan error // the child's exit, once its stdout has ended
 }
 
+// startNodeChild starts `matchlog node --dir dir --listen listen extra...`
+// and waits until it has printed its listen address (and, with --metrics
+// among extra, its metrics URL).
 func startNodeChild(t *testing.T, dir, listen string, extra ...string) *nodeChild {
 	t.Helper()
 	args := append([]string{"node", "--dir", dir, "--listen", listen}, extra...)
@@ -67,39 +73,54 @@ func startNodeChild(t *testing.T, dir, listen string, extra ...string) *nodeChil
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	line := make(chan string, 1)
+	c := &nodeChild{cmd: cmd, stderr: lw, exited: make(chan error, 1)}
+	lines := make(chan string, 8)
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
-			if a, ok := strings.CutPrefix(sc.Text(), "listening "); ok {
-				line <- a
+			select {
+			case lines <- sc.Text():
+			default: // nobody waits for more lines
 			}
 		}
-		close(line)
+		close(lines)
+		c.exited <- cmd.Wait()
 	}()
-	select {
-	case a, ok := <-line:
-		if !ok {
-			cmd.Wait()
-			t.Fatalf("node child exited before listening: %s", stderr.String())
+	wantMetrics := slices.Contains(extra, "--metrics")
+	timeout := time.After(60 * time.Second)
+	for c.addr == "" || (wantMetrics && c.metrics == "") {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				<-c.exited
+				t.Fatalf("node child exited before printing its addresses: %s", c.stderrText())
+			}
+			if a, ok := strings.CutPrefix(l, "listening "); ok {
+				c.addr = a
+			} else if a, ok := strings.CutPrefix(l, "metrics "); ok {
+				c.metrics = a
+			}
+		case <-timeout:
+			c.kill()
+			t.Fatalf("node child printed no addresses within 60 s: %s", c.stderrText())
 		}
-		return &nodeChild{cmd: cmd, addr: a, stderr: lw}
-	case <-time.After(60 * time.Second):
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Fatalf("node child did not listen within 60 s: %s", stderr.String())
 	}
-	return nil
+	return c
+}
+
+// stderrText is what the child has written on stderr so far.
+func (c *nodeChild) stderrText() string {
+	c.stderr.mu.Lock()
+	defer c.stderr.mu.Unlock()
+	return c.stderr.b.String()
 }
 
 // kill sends SIGKILL and reaps the child. It returns what the child
 // wrote on stderr (a race detector's report, under -race).
 func (c *nodeChild) kill() string {
 	c.cmd.Process.Kill()
-	c.cmd.Wait()
-	c.stderr.mu.Lock()
-	defer c.stderr.mu.Unlock()
-	return c.stderr.b.String()
+	<-c.exited
+	return c.stderrText()
 }
 
 type lockedWriter struct {

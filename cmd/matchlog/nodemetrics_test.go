@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -11,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -31,52 +29,14 @@ import (
 // /metrics, stops the node with SIGTERM and reads its JSON log.
 func TestNodeMetricsAndLog(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "node")
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childArgsEnv+"="+strings.Join([]string{"node", "--dir", dir, "--listen", "127.0.0.1:0",
-		"--metrics", "127.0.0.1:0", "--log-format", "json", "--sync", "1"}, "\x1f"))
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	lw := &lockedWriter{b: &stderr}
-	cmd.Stderr = lw
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
+	child := startNodeChild(t, dir, "127.0.0.1:0", "--metrics", "127.0.0.1:0", "--log-format", "json", "--sync", "1")
 	stopped := false
 	defer func() {
 		if !stopped {
-			cmd.Process.Kill()
-			<-exited
+			child.kill()
 		}
 	}()
-	lines := make(chan string, 2)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-		exited <- cmd.Wait()
-	}()
-	var addr, maddr string
-	for addr == "" || maddr == "" {
-		select {
-		case l, ok := <-lines:
-			if !ok {
-				t.Fatalf("node exited before printing its addresses: %s", stderr.String())
-			}
-			if a, ok := strings.CutPrefix(l, "listening "); ok {
-				addr = a
-			} else if a, ok := strings.CutPrefix(l, "metrics "); ok {
-				maddr = a
-			}
-		case <-time.After(60 * time.Second):
-			t.Fatalf("no addresses within 60 s: %s", stderr.String())
-		}
-	}
+	addr, maddr := child.addr, child.metrics
 	if !strings.HasPrefix(maddr, "http://127.0.0.1:") || !strings.HasSuffix(maddr, "/metrics") {
 		t.Fatalf("metrics address %q", maddr)
 	}
@@ -134,19 +94,17 @@ func TestNodeMetricsAndLog(t *testing.T) {
 	}
 	cl.Close()
 
-	cmd.Process.Signal(syscall.SIGTERM)
+	child.cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case err := <-exited:
+	case err := <-child.exited:
 		stopped = true
 		if err != nil {
-			t.Fatalf("node: %v: %s", err, stderr.String())
+			t.Fatalf("node: %v: %s", err, child.stderrText())
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("node did not stop on SIGTERM")
 	}
-	lw.mu.Lock()
-	log := stderr.String()
-	lw.mu.Unlock()
+	log := child.stderrText()
 	var msgs []string
 	for _, line := range strings.Split(strings.TrimSpace(log), "\n") {
 		var r map[string]any

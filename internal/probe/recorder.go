@@ -336,6 +336,22 @@ func (r *Recorder) WindowMax(from, to time.Time) time.Duration {
 	return m
 }
 
+// seriesSpan is a half-open range [lo, hi) of series indices.
+type seriesSpan struct{ lo, hi int }
+
+// excluded returns the series ranges of the windows that hold probes,
+// sorted by their start (they may overlap). Call it with r.mu held.
+func (r *Recorder) excluded(windows [][2]time.Time) []seriesSpan {
+	excl := make([]seriesSpan, 0, len(windows))
+	for _, w := range windows {
+		if lo, hi := r.seriesRange(w[0], w[1]); lo < hi {
+			excl = append(excl, seriesSpan{lo, hi})
+		}
+	}
+	sort.Slice(excl, func(a, b int) bool { return excl[a].lo < excl[b].lo })
+	return excl
+}
+
 // QuantileOutside returns the latency at quantile q in [0, 1] over the probes
 // inside the series capacity whose intended send time lies outside every
 // window [w[0], w[1]] (inclusive bounds; windows may overlap and need not be
@@ -345,14 +361,7 @@ func (r *Recorder) WindowMax(from, to time.Time) time.Duration {
 func (r *Recorder) QuantileOutside(windows [][2]time.Time, q float64) time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	type rng struct{ lo, hi int }
-	excl := make([]rng, 0, len(windows))
-	for _, w := range windows {
-		if lo, hi := r.seriesRange(w[0], w[1]); lo < hi {
-			excl = append(excl, rng{lo, hi})
-		}
-	}
-	sort.Slice(excl, func(a, b int) bool { return excl[a].lo < excl[b].lo })
+	excl := r.excluded(windows)
 	h := newHist()
 	add := func(vals []int64) {
 		for _, v := range vals {
@@ -437,14 +446,7 @@ func (r *Recorder) worstDone(w Worst) (Worst, bool) {
 func (r *Recorder) WorstOutside(windows [][2]time.Time) (Worst, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	type rng struct{ lo, hi int }
-	excl := make([]rng, 0, len(windows))
-	for _, w := range windows {
-		if lo, hi := r.seriesRange(w[0], w[1]); lo < hi {
-			excl = append(excl, rng{lo, hi})
-		}
-	}
-	sort.Slice(excl, func(a, b int) bool { return excl[a].lo < excl[b].lo })
+	excl := r.excluded(windows)
 	w := Worst{Index: -1}
 	next := 0
 	for _, e := range excl {
