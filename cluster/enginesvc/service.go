@@ -46,6 +46,7 @@ import (
 
 	"github.com/matchlog/matchlog/cluster"
 	"github.com/matchlog/matchlog/engine"
+	"github.com/matchlog/matchlog/internal/stream"
 	"github.com/matchlog/matchlog/sbe/enginesbe"
 	"github.com/matchlog/matchlog/sbe/snapshotsbe"
 	"github.com/matchlog/matchlog/snapshot"
@@ -185,12 +186,12 @@ func (s *Service) OnStart(c cluster.Cluster, img cluster.SnapshotImage) error {
 // endWatcher passes a snapshot through and keeps the state hash of its End
 // record.
 type endWatcher struct {
-	src  snapshot.FragmentSource
+	src  stream.FragmentSource
 	hash uint64
 	seen bool
 }
 
-func (w *endWatcher) Poll(h snapshot.FragmentHandler, limit int) int {
+func (w *endWatcher) Poll(h stream.FragmentHandler, limit int) int {
 	return w.src.Poll(func(buf []byte, off, n int, pos int64) {
 		b := buf[off : off+n]
 		if hd, err := snapshotsbe.WrapMessageHeader(b, 0); err == nil &&

@@ -15,6 +15,7 @@ import (
 	"github.com/matchlog/matchlog/cluster"
 	"github.com/matchlog/matchlog/cluster/enginesvc"
 	"github.com/matchlog/matchlog/cluster/recordinglog"
+	"github.com/matchlog/matchlog/internal/stream"
 	"github.com/matchlog/matchlog/internal/vfs"
 	"github.com/matchlog/matchlog/sbe/snapshotsbe"
 	"github.com/matchlog/matchlog/snapshot"
@@ -457,14 +458,14 @@ var errNotEngineSnapshot = errors.New("the service snapshot holds no matchlog en
 // is an engine snapshot (SnapshotMarker BEGIN of type 2, then
 // MeSnapshotBegin) and keeps End's fields.
 type endWatch struct {
-	src  snapshot.FragmentSource
+	src  stream.FragmentSource
 	n    int
 	bad  bool
 	seen bool
 	end  engineSnapshot
 }
 
-func (w *endWatch) Poll(h snapshot.FragmentHandler, limit int) int {
+func (w *endWatch) Poll(h stream.FragmentHandler, limit int) int {
 	return w.src.Poll(func(buf []byte, off, n int, pos int64) {
 		b := buf[off : off+n]
 		le := binary.LittleEndian

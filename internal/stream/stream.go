@@ -1,4 +1,4 @@
-package snapshot
+package stream
 
 import (
 	"github.com/matchlog/matchlog/internal/logbuf"
