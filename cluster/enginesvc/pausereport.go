@@ -18,6 +18,7 @@ import (
 	"github.com/matchlog/matchlog/engine"
 	"github.com/matchlog/matchlog/internal/measure"
 	"github.com/matchlog/matchlog/internal/vfs"
+	"github.com/matchlog/matchlog/wire"
 )
 
 // PauseOptions configure PauseReport: one node, one book, one snapshot.
@@ -272,10 +273,10 @@ func PauseReport(o PauseOptions) (*PauseResult, error) {
 		TermLength: 16 << 20, SegmentLength: 128 << 20, BlockLength: o.BlockLength, MTU: 8192, MaxBatch: 4096,
 		SnapshotTermLength: o.SnapshotTermLength, SnapshotYieldEvery: o.YieldEvery, SnapshotNice: o.Nice,
 		Egress: func(_ int64, msg []byte) {
-			if !counting || EventKind(msg) != engine.EvRelease {
+			if !counting || wire.EventKind(msg) != engine.EvRelease {
 				return
 			}
-			if _, seq, err := DecodeRelease(msg); err == nil && seq > seqBase && seq-seqBase <= uint64(len(released)) {
+			if _, seq, err := wire.DecodeRelease(msg); err == nil && seq > seqBase && seq-seqBase <= uint64(len(released)) {
 				released[seq-seqBase-1] = time.Now()
 			}
 		},
@@ -323,7 +324,7 @@ func PauseReport(o PauseOptions) (*PauseResult, error) {
 	var buf []byte
 	offer := func() error {
 		var err error
-		if buf, err = AppendCommand(buf[:0], &c); err != nil {
+		if buf, err = wire.AppendCommand(buf[:0], &c); err != nil {
 			return err
 		}
 		return node.Offer(sess, buf)

@@ -10,7 +10,7 @@
 //
 // A command the engine ignores as a duplicate — its (Source, Seq) at or below
 // the source's high-water mark, so Apply returns no events — is answered
-// with a Duplicate message (EvDuplicate) so that a client resending after a
+// with a Duplicate message (wire.EvDuplicate) so that a client resending after a
 // reconnect learns it was applied before. Every other command ends with its
 // Release event.
 //
@@ -50,6 +50,7 @@ import (
 	"github.com/matchlog/matchlog/sbe/enginesbe"
 	"github.com/matchlog/matchlog/sbe/snapshotsbe"
 	"github.com/matchlog/matchlog/snapshot"
+	"github.com/matchlog/matchlog/wire"
 )
 
 // Options configure a Service.
@@ -237,7 +238,7 @@ func isSubscribe(msg []byte) bool {
 // subscribe answers a SubscribeDepth with the current levels and adds the
 // session to the instrument's subscribers.
 func (s *Service) subscribe(sess *cluster.ClientSession, msg []byte) {
-	source, seq, inst, levels, err := DecodeSubscribeDepth(msg)
+	source, seq, inst, levels, err := wire.DecodeSubscribeDepth(msg)
 	if err != nil {
 		s.Skipped++
 		return
@@ -245,20 +246,20 @@ func (s *Service) subscribe(sess *cluster.ClientSession, msg []byte) {
 	n := int(levels)
 	switch {
 	case n == 0:
-		n = DefaultDepthLevels
-	case n > MaxDepthLevels:
-		n = MaxDepthLevels
+		n = wire.DefaultDepthLevels
+	case n > wire.MaxDepthLevels:
+		n = wire.MaxDepthLevels
 	}
 	for _, side := range [2]engine.Side{engine.Buy, engine.Sell} {
 		s.levels = s.eng.Depth(inst, side, n, s.levels[:0])
 		for _, l := range s.levels {
 			ev := engine.Event{Kind: engine.EvDepth, Source: source, Seq: seq, Instrument: inst, Side: side,
 				Price: l.Price, Qty: l.Qty, Count: l.Count}
-			s.buf = AppendEvent(s.buf[:0], &ev)
+			s.buf = wire.AppendEvent(s.buf[:0], &ev)
 			s.c.Offer(sess.ID, s.buf)
 		}
 	}
-	s.buf = AppendDepthSnapshotEnd(s.buf[:0], source, seq, inst, uint16(n))
+	s.buf = wire.AppendDepthSnapshotEnd(s.buf[:0], source, seq, inst, uint16(n))
 	s.c.Offer(sess.ID, s.buf)
 	if s.subs == nil {
 		s.subs = map[uint32][]int64{}
@@ -272,7 +273,7 @@ func (s *Service) subscribe(sess *cluster.ClientSession, msg []byte) {
 // out to the session (and Depth events to the instrument's subscribers);
 // a SubscribeDepth is handled here, not by the engine.
 func (s *Service) OnSessionMessage(sess *cluster.ClientSession, ts int64, msg []byte, pos int64) error {
-	if err := DecodeCommand(msg, &s.cmd); err != nil {
+	if err := wire.DecodeCommand(msg, &s.cmd); err != nil {
 		if isSubscribe(msg) {
 			s.subscribe(sess, msg)
 			return nil
@@ -284,7 +285,7 @@ func (s *Service) OnSessionMessage(sess *cluster.ClientSession, ts int64, msg []
 	evs := s.eng.Apply(&s.cmd)
 	if len(evs) == 0 {
 		// At or below the source's high-water mark: applied before.
-		s.buf = AppendDuplicate(s.buf[:0], s.cmd.Source, s.cmd.Seq)
+		s.buf = wire.AppendDuplicate(s.buf[:0], s.cmd.Source, s.cmd.Seq)
 		s.c.Offer(sess.ID, s.buf)
 		s.Duplicates++
 	}
@@ -292,7 +293,7 @@ func (s *Service) OnSessionMessage(sess *cluster.ClientSession, ts int64, msg []
 		if evs[i].Kind == engine.EvRejected {
 			s.Rejected[evs[i].Reason]++
 		}
-		s.buf = AppendEvent(s.buf[:0], &evs[i])
+		s.buf = wire.AppendEvent(s.buf[:0], &evs[i])
 		s.c.Offer(sess.ID, s.buf)
 		if evs[i].Kind == engine.EvDepth && len(s.subs) != 0 {
 			for _, id := range s.subs[evs[i].Instrument] {

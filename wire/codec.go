@@ -1,4 +1,4 @@
-package enginesvc
+package wire
 
 import (
 	"fmt"
