@@ -190,3 +190,31 @@ func commands(seed int64, n int) []engine.Command {
 	}
 	return cmds
 }
+
+// Encoding into a reused buffer and decoding allocate nothing.
+func TestCodecAllocatesNothing(t *testing.T) {
+	cmds := commands(3, 64)
+	evs := allKindEvents()
+	buf := make([]byte, 0, 256)
+	var c engine.Command
+	var ev engine.Event
+	i := 0
+	a := testing.AllocsPerRun(200, func() {
+		var err error
+		buf, err = wire.AppendCommand(buf[:0], &cmds[i%len(cmds)])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := wire.DecodeCommand(buf, &c); err != nil {
+			t.Fatal(err)
+		}
+		buf = wire.AppendEvent(buf[:0], &evs[i%len(evs)])
+		if err := wire.DecodeEvent(buf, &ev); err != nil {
+			t.Fatal(err)
+		}
+		i++
+	})
+	if a != 0 {
+		t.Fatalf("%.1f allocations per command and event", a)
+	}
+}

@@ -2,7 +2,7 @@
 // place that joins package engine and package cluster.
 //
 // Each session message is one enginesbe command (schema 7002, with its
-// 8-byte header); the service applies it to its engine with the log's
+// 8-byte header, encoded and decoded by package wire); the service applies it to its engine with the log's
 // timestamp as Command.Time and offers each event, enginesbe-encoded, to the
 // session's egress (the node releases it once the command is durable). A
 // message that does not decode is skipped (and counted), as it is in the log
@@ -10,8 +10,8 @@
 //
 // A command the engine ignores as a duplicate — its (Source, Seq) at or below
 // the source's high-water mark, so Apply returns no events — is answered
-// with a Duplicate message (wire.EvDuplicate) so that a client resending after a
-// reconnect learns it was applied before. Every other command ends with its
+// with a Duplicate message ([wire.EvDuplicate]) so that a client resending
+// after a reconnect learns it was applied before. Every other command ends with its
 // Release event.
 //
 // # Depth subscriptions
