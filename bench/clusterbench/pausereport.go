@@ -1,4 +1,4 @@
-package enginesvc
+package clusterbench
 
 import (
 	"errors"
@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/matchlog/matchlog/cluster"
+	"github.com/matchlog/matchlog/cluster/enginesvc"
 	"github.com/matchlog/matchlog/engine"
 	"github.com/matchlog/matchlog/internal/measure"
 	"github.com/matchlog/matchlog/internal/vfs"
@@ -249,7 +250,7 @@ func PauseReport(o PauseOptions) (*PauseResult, error) {
 		seqBase  uint64
 		counting bool
 	)
-	svc := New(Options{Workers: o.Workers})
+	svc := enginesvc.New(enginesvc.Options{Workers: o.Workers})
 	var fsys vfs.FS = vfs.Default
 	res.YieldEvery, res.Nice = o.YieldEvery, o.Nice
 	if res.Nice == 0 {

@@ -1,4 +1,4 @@
-package archive
+package archivebench
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/matchlog/matchlog/archive"
 	"github.com/matchlog/matchlog/internal/logbuf"
 	"github.com/matchlog/matchlog/internal/measure"
 	"github.com/matchlog/matchlog/internal/vfs"
@@ -29,7 +30,7 @@ type BenchOptions struct {
 	// first of each recorder/raw pair alternates, so an even number of
 	// runs balances any cost of going first.
 	Runs int
-	// SegmentLength of the recordings (DefaultSegmentLength if 0).
+	// SegmentLength of the recordings (archive.DefaultSegmentLength if 0).
 	SegmentLength int32
 	// Progress, if not nil, receives a line per run.
 	Progress io.Writer
@@ -90,7 +91,7 @@ func BenchReport(opts BenchOptions) (*BenchResults, error) {
 		opts.Runs = 4
 	}
 	if opts.SegmentLength == 0 {
-		opts.SegmentLength = DefaultSegmentLength
+		opts.SegmentLength = archive.DefaultSegmentLength
 	}
 	rig, err := NewBenchRig()
 	if err != nil {
@@ -237,7 +238,7 @@ func (g *BenchRig) RecordRun(parent string, n int64, block, level int, segLen in
 		os.RemoveAll(dir)
 		syncAll()
 	}()
-	a, err := Open(vfs.Default, dir, Options{SegmentLength: segLen, FileIoMaxLength: block, FileSyncLevel: level,
+	a, err := archive.Open(vfs.Default, dir, archive.Options{SegmentLength: segLen, FileIoMaxLength: block, FileSyncLevel: level,
 		CatalogSyncLevel: level, MarkErrorBufferLength: 4096})
 	if err != nil {
 		return 0, err
@@ -245,7 +246,7 @@ func (g *BenchRig) RecordRun(parent string, n int64, block, level int, segLen in
 	img := g.log.ImageAt(g.pub.Position())
 	timed(true)
 	t0 := time.Now()
-	r, err := a.StartRecording(Source{Log: g.log, Image: img, Channel: "aeron:ipc?alias=bench"})
+	r, err := a.StartRecording(archive.Source{Log: g.log, Image: img, Channel: "aeron:ipc?alias=bench"})
 	elapsed := time.Since(t0)
 	timed(false)
 	if err != nil {
