@@ -48,13 +48,14 @@ type BenchResult struct {
 // BenchResults is what BenchReport returns.
 type BenchResults struct {
 	Results []BenchResult `json:"results"`
-	// LoadAvg is /proc/loadavg (1, 5, 15 minutes) at the end of the runs,
-	// LoadAvgStart at their start; nil where unavailable.
-	LoadAvg      []float64 `json:"load_avg"`
-	LoadAvgStart []float64 `json:"load_avg_start"`
-	Bytes        int64     `json:"bytes"`
-	Runs         int       `json:"runs"`
-	NumCPU       int       `json:"num_cpu"`
+	// LoadAvg is the load average (1, 5, 15 minutes, [measure.LoadAvg])
+	// at the end of the runs, LoadAvgStart at their start; zeros where
+	// unavailable.
+	LoadAvg      [3]float64 `json:"load_avg"`
+	LoadAvgStart [3]float64 `json:"load_avg_start"`
+	Bytes        int64      `json:"bytes"`
+	Runs         int        `json:"runs"`
+	NumCPU       int        `json:"num_cpu"`
 }
 
 // Bench parameters: 8 KiB frames fill a 16 MiB term exactly (no padding),
@@ -97,7 +98,7 @@ func BenchReport(opts BenchOptions) (*BenchResults, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &BenchResults{Bytes: opts.Bytes, Runs: opts.Runs, NumCPU: numCPU(), LoadAvgStart: LoadAvg()}
+	res := &BenchResults{Bytes: opts.Bytes, Runs: opts.Runs, NumCPU: numCPU(), LoadAvgStart: measure.LoadAvg()}
 	// Warm up (page cache, file system, the log's pages); not counted.
 	if _, err := rig.RecordRun(opts.Dir, opts.Bytes, opts.Blocks[0], 0, opts.SegmentLength, nil); err != nil {
 		return nil, err
@@ -155,7 +156,7 @@ func BenchReport(opts BenchOptions) (*BenchResults, error) {
 			res.Results = append(res.Results, r)
 		}
 	}
-	res.LoadAvg = LoadAvg()
+	res.LoadAvg = measure.LoadAvg()
 	return res, nil
 }
 
@@ -182,12 +183,6 @@ func sizeName(n int) string {
 }
 
 func median(v []float64) float64 { return measure.Median(v) }
-
-// LoadAvg reads the 1, 5 and 15 minute load averages ([measure.LoadAvg]).
-func LoadAvg() []float64 {
-	la := measure.LoadAvg()
-	return la[:]
-}
 
 func numCPU() int { return runtime.NumCPU() }
 

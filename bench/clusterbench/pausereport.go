@@ -159,9 +159,6 @@ func ModeName(m cluster.SnapshotMode) string {
 	return "pauseless"
 }
 
-// LoadAvg is the 1-minute load average (0 when unknown).
-func LoadAvg() float64 { return measure.LoadAvg()[0] }
-
 // bookGen generates the commands that grow a non-crossing book on 8
 // instruments (bids 5,001..10,000, asks 10,001..15,000), from source 1.
 type bookGen struct {
@@ -361,7 +358,7 @@ func PauseReport(o PauseOptions) (*PauseResult, error) {
 		progress("preload: %d resting orders (want %d)", got, o.Orders)
 	}
 	runtime.GC()
-	res.LoadAvg = LoadAvg()
+	res.LoadAvg = measure.LoadAvg()[0]
 	progress("preloaded %d orders in %.1fs; load average %.2f", o.Orders, res.PreloadSecs, res.LoadAvg)
 
 	every := time.Second / time.Duration(o.Rate)
@@ -473,7 +470,7 @@ func PauseReport(o PauseOptions) (*PauseResult, error) {
 		res.TargetMs = res.NoSnapshotP99Ms + 1
 	}
 	res.Met = res.PauseMsMax <= res.TargetMs
-	res.LoadAvgEnd = LoadAvg()
+	res.LoadAvgEnd = measure.LoadAvg()[0]
 	closed = true
 	if err := node.Close(); err != nil {
 		return nil, err

@@ -40,7 +40,7 @@ func benchArchive(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if len(r.LoadAvg) > 0 && r.LoadAvg[0] > float64(r.NumCPU) {
+	if r.LoadAvg[0] > float64(r.NumCPU) {
 		fmt.Fprintf(stderr, "bench archive: WARNING: load average %.2f above %d CPUs: figures are unreliable\n", r.LoadAvg[0], r.NumCPU)
 	}
 	if *asJSON {
