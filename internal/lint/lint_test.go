@@ -88,7 +88,7 @@ var rules = map[string]rule{
 	"cluster":              {ours: join([]string{"archive", "cluster/recordinglog"}, sbe, logBuffer, files), notLinked: []string{"engine"}},
 	"cluster/aeronhost":    {ours: join([]string{"cluster", "cluster/recordinglog"}, sbe, logBuffer), notLinked: []string{"engine"}},
 	// enginesvc is the one place that joins the engine and the node.
-	"cluster/enginesvc": {ours: join([]string{"cluster", "engine", "snapshot", "wire"}, sbe, logBuffer, files)},
+	"cluster/enginesvc": {ours: join([]string{"cluster", "cluster/recordinglog", "engine", "snapshot", "wire"}, sbe, logBuffer, files)},
 
 	// wire: the engine's messages, shared by client and node.
 	"wire": {ours: join([]string{"engine"}, sbe)},
