@@ -94,9 +94,6 @@ type Report struct {
 	Notes   []string          `json:"notes,omitempty"`
 }
 
-// LoadAvg is [measure.LoadAvg].
-func LoadAvg() [3]float64 { return measure.LoadAvg() }
-
 // Median is [measure.Median].
 func Median(xs []float64) float64 { return measure.Median(xs) }
 
@@ -118,7 +115,7 @@ type reporter struct {
 func (rp *reporter) logf(format string, args ...any) {
 	if rp.opts.Progress != nil {
 		fmt.Fprintf(rp.opts.Progress, "bench: %5.1fs  %s  (load %.2f)\n", time.Since(rp.t0).Seconds(),
-			fmt.Sprintf(format, args...), LoadAvg()[0])
+			fmt.Sprintf(format, args...), measure.LoadAvg()[0])
 	}
 }
 
@@ -142,7 +139,7 @@ func EngineReport(opts ReportOptions) (*Report, error) {
 		Orders:     opts.Orders,
 		Clock:      ClockName(),
 	}
-	r.LoadAvgStart = LoadAvg()
+	r.LoadAvgStart = measure.LoadAvg()
 	rp := &reporter{opts: opts, r: r, t0: time.Now()}
 	r.ClockOverheadNs = ClockOverheadNs()
 	steps := []func() error{rp.mixed, rp.depth, rp.heap1M, rp.big}
@@ -151,7 +148,7 @@ func EngineReport(opts ReportOptions) (*Report, error) {
 			return nil, err
 		}
 	}
-	r.LoadAvg = LoadAvg()
+	r.LoadAvg = measure.LoadAvg()
 	r.Loaded = r.LoadAvgStart[0] > float64(r.NumCPU) || r.LoadAvg[0] > float64(r.NumCPU)
 	r.targets()
 	rp.logf("done")

@@ -101,7 +101,7 @@ func SnapshotReport(o SnapOptions) (*SnapReport, error) {
 	}
 	r := &SnapReport{Date: time.Now().UTC().Format(time.RFC3339), GoVersion: runtime.Version(),
 		GOMAXPROCS: runtime.GOMAXPROCS(0), NumCPU: runtime.NumCPU(),
-		Orders: o.Orders, Workers: o.Workers, MTU: o.MTU, Takes: o.Takes, LoadAvgStart: LoadAvg()}
+		Orders: o.Orders, Workers: o.Workers, MTU: o.MTU, Takes: o.Takes, LoadAvgStart: measure.LoadAvg()}
 
 	logf("building %d orders through commands", o.Orders)
 	h0 := liveHeap()
@@ -232,7 +232,7 @@ func SnapshotReport(o SnapOptions) (*SnapReport, error) {
 	r.RestoreNsPerOrder = Median(restNs)
 	runtime.KeepAlive(e)
 
-	r.LoadAvg = LoadAvg()
+	r.LoadAvg = measure.LoadAvg()
 	r.Loaded = r.LoadAvgStart[0] > float64(r.NumCPU) || r.LoadAvg[0] > float64(r.NumCPU)
 	r.targets()
 	return r, nil

@@ -7,6 +7,7 @@ import (
 
 	"github.com/matchlog/matchlog/engine"
 	"github.com/matchlog/matchlog/internal/logbuf"
+	"github.com/matchlog/matchlog/internal/stream"
 	"github.com/matchlog/matchlog/sbe/aeronclustersbe"
 	"github.com/matchlog/matchlog/snapshot"
 )
@@ -100,7 +101,7 @@ func NewSnapRig(mtu, workers int) (*SnapRig, error) {
 	}
 	r := &SnapRig{Log: l, Pub: l.Publication(), Img: l.Image()}
 	window := int64(l.TermWindowLength())
-	r.P, err = snapshot.NewPublisher(&snapshot.PublicationClaimer{Pub: r.Pub}, func() error {
+	r.P, err = snapshot.NewPublisher(&stream.PublicationClaimer{Pub: r.Pub}, func() error {
 		r.drain()
 		r.Pub.SetPositionLimit(r.Img.Position() + window)
 		return nil
@@ -158,8 +159,8 @@ func Capture(f *engine.Frozen, mtu int) (Frames, error) {
 	return fr, nil
 }
 
-// Source returns a fresh snapshot.FragmentSource over the frames.
-func (fr Frames) Source() snapshot.FragmentSource { return snapshot.NewFrameSource(fr) }
+// Source returns a fresh stream.FragmentSource over the frames.
+func (fr Frames) Source() stream.FragmentSource { return stream.NewFrameSource(fr) }
 
 // SnapSizes are the snapshot benchmarks' default book sizes; 5M is added by
 // the bench package's -snap5m test flag.

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/matchlog/matchlog/client"
-	"github.com/matchlog/matchlog/cluster/enginesvc"
 	"github.com/matchlog/matchlog/engine"
 	"github.com/matchlog/matchlog/sbe/wiresbe"
+	"github.com/matchlog/matchlog/wire"
 )
 
 // echoServer speaks just enough of the protocol to measure the client: it
@@ -46,10 +46,10 @@ func echoServer(tb testing.TB) string {
 						_ = d.WrapWithHeader(msg, 0)
 						b, off := wiresbe.BeginFrame(out)
 						out = wiresbe.EndFrame(wiresbe.AppendConnected(b, 1, d.ClientId(), 60_000, 240_000, 0), off)
-					} else if src, err := enginesvc.CheckCommand(msg); err == nil {
+					} else if src, err := wire.CheckCommand(msg); err == nil {
 						ev.Source, ev.Seq = src, binary.LittleEndian.Uint64(msg[16:])
 						b, off := wiresbe.BeginFrame(out)
-						out = wiresbe.EndFrame(enginesvc.AppendEvent(b, &ev), off)
+						out = wiresbe.EndFrame(wire.AppendEvent(b, &ev), off)
 					}
 					w.Write(out)
 					if fr.Buffered() == 0 {

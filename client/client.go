@@ -49,10 +49,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/matchlog/matchlog/cluster/enginesvc"
 	"github.com/matchlog/matchlog/engine"
 	"github.com/matchlog/matchlog/sbe/enginesbe"
 	"github.com/matchlog/matchlog/sbe/wiresbe"
+	"github.com/matchlog/matchlog/wire"
 )
 
 // Defaults of Options.
@@ -329,7 +329,7 @@ func (c *Client) Send(cmd *engine.Command) (uint64, error) {
 	}
 	cmd.Source, cmd.Seq = c.opts.ClientID, c.next
 	buf, off := wiresbe.BeginFrame(c.wbuf[:0])
-	buf, err := enginesvc.AppendCommand(buf, cmd)
+	buf, err := wire.AppendCommand(buf, cmd)
 	if err != nil {
 		return 0, err
 	}
@@ -634,7 +634,7 @@ func (c *Client) resendLocked() {
 	}
 	for i := c.head; i < len(c.out); i++ {
 		b, off := wiresbe.BeginFrame(buf)
-		b, err := enginesvc.AppendCommand(b, &c.out[i])
+		b, err := wire.AppendCommand(b, &c.out[i])
 		if err != nil {
 			continue // encoded once already by Send
 		}
@@ -662,11 +662,11 @@ func (c *Client) handle(msg []byte) {
 	if schema != enginesbe.SchemaID {
 		return
 	}
-	switch enginesvc.EventKind(msg) {
+	switch wire.EventKind(msg) {
 	case 0:
 		return
-	case enginesvc.EvDuplicate:
-		src, seq, err := enginesvc.DecodeDuplicate(msg)
+	case wire.EvDuplicate:
+		src, seq, err := wire.DecodeDuplicate(msg)
 		if err != nil || src != c.opts.ClientID {
 			return
 		}
@@ -676,9 +676,9 @@ func (c *Client) handle(msg []byte) {
 		}
 		c.answeredUpTo(seq)
 		return
-	case enginesvc.EvDepthSnapshotEnd:
+	case wire.EvDepthSnapshotEnd:
 		if f := c.opts.OnDepthSnapshotEnd; f != nil {
-			_, _, inst, _, err := enginesvc.DecodeDepthSnapshotEnd(msg)
+			_, _, inst, _, err := wire.DecodeDepthSnapshotEnd(msg)
 			if err == nil {
 				f(inst)
 			}
@@ -686,7 +686,7 @@ func (c *Client) handle(msg []byte) {
 		return
 	}
 	ev := &c.ev
-	if enginesvc.DecodeEvent(msg, ev) != nil {
+	if wire.DecodeEvent(msg, ev) != nil {
 		return
 	}
 	own := ev.Source == c.opts.ClientID && ev.Seq != 0

@@ -9,8 +9,8 @@ import (
 
 	"github.com/matchlog/matchlog/archive"
 	"github.com/matchlog/matchlog/internal/logbuf"
+	"github.com/matchlog/matchlog/internal/stream"
 	"github.com/matchlog/matchlog/internal/vfs"
-	"github.com/matchlog/matchlog/snapshot"
 )
 
 // The node records through package archive (archive.Archive): the log
@@ -362,7 +362,7 @@ func (r *nodeRecording) abandon() {
 // errStopPoll stops a replay poll after the handler's limit.
 var errStopPoll = errors.New("cluster: poll limit")
 
-// replaySource replays a recording as a snapshot.FragmentSource. It must
+// replaySource replays a recording as a stream.FragmentSource. It must
 // be used on the goroutine that owns the archive (the node's, at start).
 type replaySource struct {
 	na   *nodeArchive
@@ -410,8 +410,8 @@ func (s *replaySource) each(fn func(payload []byte, pos int64) error) error {
 	return s.err
 }
 
-// Poll implements snapshot.FragmentSource.
-func (s *replaySource) Poll(h snapshot.FragmentHandler, limit int) int {
+// Poll implements stream.FragmentSource.
+func (s *replaySource) Poll(h stream.FragmentHandler, limit int) int {
 	n := 0
 	for n < limit && !s.done && s.err == nil {
 		before := s.rp.Position()

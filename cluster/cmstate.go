@@ -6,8 +6,8 @@ import (
 	"math"
 	"sort"
 
+	"github.com/matchlog/matchlog/internal/stream"
 	acs "github.com/matchlog/matchlog/sbe/aeronclustersbe"
-	"github.com/matchlog/matchlog/snapshot"
 )
 
 // Snapshot type ids (ConsensusModule and ClusteredServiceContainer
@@ -85,7 +85,7 @@ func offerAll(pub Publication, msg []byte, idle func() error) error {
 		if pos >= 0 {
 			return nil
 		}
-		if pos != snapshot.BackPressured && pos != snapshot.AdminAction {
+		if pos != stream.BackPressured && pos != stream.AdminAction {
 			return fmt.Errorf("cluster: offer failed: %d", pos)
 		}
 		if idle != nil {
@@ -265,7 +265,7 @@ func (m *markerLoader) marker(buf []byte) bool {
 }
 
 // loadCMSnapshot reads a consensus-module snapshot strictly.
-func loadCMSnapshot(src snapshot.FragmentSource, want SnapshotInfo) (*cmState, error) {
+func loadCMSnapshot(src stream.FragmentSource, want SnapshotInfo) (*cmState, error) {
 	st := newCMState()
 	m := &markerLoader{typeID: ConsensusModuleSnapshotTypeID}
 	sawCM := false
@@ -358,7 +358,7 @@ func loadCMSnapshot(src snapshot.FragmentSource, want SnapshotInfo) (*cmState, e
 
 // loadServiceSessions reads the container's part of a service snapshot,
 // leaving src positioned after END.
-func loadServiceSessions(src snapshot.FragmentSource, want SnapshotInfo) ([]ClientSession, SnapshotInfo, error) {
+func loadServiceSessions(src stream.FragmentSource, want SnapshotInfo) ([]ClientSession, SnapshotInfo, error) {
 	var out []ClientSession
 	m := &markerLoader{typeID: ServiceSnapshotTypeID}
 	handler := func(buf []byte, offset, length int, position int64) {
@@ -425,7 +425,7 @@ func loadServiceSessions(src snapshot.FragmentSource, want SnapshotInfo) ([]Clie
 }
 
 // sourceErr returns the error of a source that has one.
-func sourceErr(src snapshot.FragmentSource) error {
+func sourceErr(src stream.FragmentSource) error {
 	if e, ok := src.(interface{ Err() error }); ok {
 		return e.Err()
 	}

@@ -4,8 +4,8 @@ import (
 	"encoding/binary"
 	"testing"
 
+	"github.com/matchlog/matchlog/internal/stream"
 	acs "github.com/matchlog/matchlog/sbe/aeronclustersbe"
-	"github.com/matchlog/matchlog/snapshot"
 )
 
 // capturePub collects offered messages.
@@ -36,7 +36,7 @@ func TestCMSnapshotRoundTrip(t *testing.T) {
 	if err := writeCMSnapshot(&p, nil, info, f); err != nil {
 		t.Fatal(err)
 	}
-	st, err := loadCMSnapshot(snapshot.NewFrameSource(p.frames), info)
+	st, err := loadCMSnapshot(stream.NewFrameSource(p.frames), info)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,12 +47,12 @@ func TestCMSnapshotRoundTrip(t *testing.T) {
 	}
 	// Every truncation and every dropped message is refused.
 	for i := range p.frames {
-		if _, err := loadCMSnapshot(snapshot.NewFrameSource(p.frames[:i]), info); err == nil {
+		if _, err := loadCMSnapshot(stream.NewFrameSource(p.frames[:i]), info); err == nil {
 			t.Fatalf("snapshot cut after %d messages loaded", i)
 		}
 		if i == 0 || i == len(p.frames)-1 || i == 1 {
 			dropped := append(append([][]byte(nil), p.frames[:i]...), p.frames[i+1:]...)
-			if _, err := loadCMSnapshot(snapshot.NewFrameSource(dropped), info); err == nil {
+			if _, err := loadCMSnapshot(stream.NewFrameSource(dropped), info); err == nil {
 				t.Fatalf("snapshot without message %d loaded", i)
 			}
 		}
@@ -60,7 +60,7 @@ func TestCMSnapshotRoundTrip(t *testing.T) {
 	// A wrong position is refused.
 	other := info
 	other.LogPosition += 32
-	if _, err := loadCMSnapshot(snapshot.NewFrameSource(p.frames), other); err == nil {
+	if _, err := loadCMSnapshot(stream.NewFrameSource(p.frames), other); err == nil {
 		t.Fatal("snapshot at another position loaded")
 	}
 	// The service's container section round-trips too.
@@ -68,7 +68,7 @@ func TestCMSnapshotRoundTrip(t *testing.T) {
 	if err := writeServiceSessions(&q, nil, info, f.sessions); err != nil {
 		t.Fatal(err)
 	}
-	ss, got, err := loadServiceSessions(snapshot.NewFrameSource(q.frames), info)
+	ss, got, err := loadServiceSessions(stream.NewFrameSource(q.frames), info)
 	if err != nil || len(ss) != 2 || got != info || ss[1].ResponseChannel != "aeron:ipc" {
 		t.Fatalf("service sessions %+v %+v %v", ss, got, err)
 	}
@@ -98,7 +98,7 @@ func FuzzCMSnapshot(f *testing.F) {
 			frames = append(frames, b[:n])
 			b = b[n:]
 		}
-		loadCMSnapshot(snapshot.NewFrameSource(frames), info)
-		loadServiceSessions(snapshot.NewFrameSource(frames), info)
+		loadCMSnapshot(stream.NewFrameSource(frames), info)
+		loadServiceSessions(stream.NewFrameSource(frames), info)
 	})
 }

@@ -6,9 +6,9 @@ import (
 
 	"github.com/matchlog/matchlog/archive"
 	"github.com/matchlog/matchlog/cluster/recordinglog"
+	"github.com/matchlog/matchlog/internal/stream"
 	"github.com/matchlog/matchlog/internal/vfs"
 	acs "github.com/matchlog/matchlog/sbe/aeronclustersbe"
-	"github.com/matchlog/matchlog/snapshot"
 )
 
 // LogEntry is one entry of the log as ScanLog reads it back.
@@ -165,4 +165,4 @@ func ServiceSnapshot(fsys vfs.FS, dir string, logPosition int64) (SnapshotImage,
 	return src, info, closer, nil
 }
 
-var _ snapshot.FragmentSource = (*segReader)(nil)
+var _ stream.FragmentSource = (*segReader)(nil)

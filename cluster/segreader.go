@@ -7,8 +7,8 @@ import (
 
 	"github.com/matchlog/matchlog/archive"
 	"github.com/matchlog/matchlog/internal/logbuf"
+	"github.com/matchlog/matchlog/internal/stream"
 	"github.com/matchlog/matchlog/internal/vfs"
-	"github.com/matchlog/matchlog/snapshot"
 )
 
 // segReader reads a stopped recording's segment files directly, without
@@ -132,8 +132,8 @@ func (r *segReader) Next(fr *segFrame) bool {
 	return false
 }
 
-// Poll implements snapshot.FragmentSource.
-func (r *segReader) Poll(handler snapshot.FragmentHandler, limit int) int {
+// Poll implements stream.FragmentSource.
+func (r *segReader) Poll(handler stream.FragmentHandler, limit int) int {
 	var fr segFrame
 	n := 0
 	for n < limit && r.Next(&fr) {

@@ -1,8 +1,8 @@
 package cluster
 
 import (
+	"github.com/matchlog/matchlog/internal/stream"
 	"github.com/matchlog/matchlog/sbe/aeronclustersbe"
-	"github.com/matchlog/matchlog/snapshot"
 )
 
 // Role is the node's role in the cluster (Aeron's Cluster.Role). The
@@ -42,14 +42,14 @@ type ClientSession struct {
 // SnapshotImage is where a service reads the data it wrote in its last
 // snapshot: the snapshot recording positioned after the node's ClientSession
 // section (after SnapshotMarker END, as Aeron hands the image to onStart).
-type SnapshotImage = snapshot.FragmentSource
+type SnapshotImage = stream.FragmentSource
 
 // Publication is what a service writes its snapshot data into: claims of
 // at most MaxPayloadLength bytes, or whole messages offered. It satisfies
-// snapshot.Claimer. A negative position with a nil error means
+// stream.Claimer. A negative position with a nil error means
 // back-pressure: call the idle function and retry.
 type Publication interface {
-	snapshot.Claimer
+	stream.Claimer
 	Offer(msg []byte) (int64, error)
 }
 

@@ -7,8 +7,8 @@ import (
 
 	"github.com/matchlog/matchlog/archive"
 	"github.com/matchlog/matchlog/internal/logbuf"
+	"github.com/matchlog/matchlog/internal/stream"
 	acs "github.com/matchlog/matchlog/sbe/aeronclustersbe"
-	"github.com/matchlog/matchlog/snapshot"
 )
 
 // Snapshots
@@ -206,7 +206,7 @@ func (n *Node) writeSnapshot(stream int32, termLength int, pauseless bool, body 
 type snapPub struct {
 	log *logbuf.Log
 	pub *logbuf.ExclusivePublication
-	c   snapshot.PublicationClaimer
+	c   stream.PublicationClaimer
 	rec *nodeRecording
 	// archive is the time spent recording (writing and syncing blocks).
 	archive time.Duration

@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"github.com/matchlog/matchlog/cluster"
-	"github.com/matchlog/matchlog/cluster/enginesvc"
 	acs "github.com/matchlog/matchlog/sbe/aeronclustersbe"
 	"github.com/matchlog/matchlog/sbe/enginesbe"
 	"github.com/matchlog/matchlog/sbe/wiresbe"
+	"github.com/matchlog/matchlog/wire"
 )
 
 // lingerTimeout is how long a closing connection's input is still read
@@ -321,7 +321,7 @@ func (c *conn) dispatch(msg []byte) (wiresbe.CloseCode, string) {
 		}
 		return wiresbe.CloseCodeMalformed, fmt.Sprintf("unknown template %d of schema %d", template, schema)
 	case enginesbe.SchemaID:
-		src, err := enginesvc.CheckCommand(msg)
+		src, err := wire.CheckCommand(msg)
 		if err != nil {
 			return wiresbe.CloseCodeMalformed, err.Error()
 		}

@@ -11,11 +11,11 @@ import (
 	"time"
 
 	"github.com/matchlog/matchlog/cluster"
-	"github.com/matchlog/matchlog/cluster/enginesvc"
 	"github.com/matchlog/matchlog/engine"
 	"github.com/matchlog/matchlog/internal/vfs"
 	"github.com/matchlog/matchlog/sbe/wiresbe"
 	"github.com/matchlog/matchlog/server"
+	"github.com/matchlog/matchlog/wire"
 )
 
 // testServer is a served server and what its hooks saw.
@@ -164,7 +164,7 @@ func (r *raw) cmd(c engine.Command) uint64 {
 	r.t.Helper()
 	r.seq++
 	c.Source, c.Seq = r.client, r.seq
-	b, err := enginesvc.AppendCommand(nil, &c)
+	b, err := wire.AppendCommand(nil, &c)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -183,17 +183,17 @@ func (r *raw) answer(seq uint64) ([]engine.Event, engine.EventKind) {
 		if err != nil {
 			r.t.Fatalf("waiting for the answer to %d: %v", seq, err)
 		}
-		switch k := enginesvc.EventKind(msg); k {
-		case enginesvc.EvDuplicate:
-			src, s, _ := enginesvc.DecodeDuplicate(msg)
+		switch k := wire.EventKind(msg); k {
+		case wire.EvDuplicate:
+			src, s, _ := wire.DecodeDuplicate(msg)
 			if src == r.client && s == seq {
 				return evs, k
 			}
-		case 0, enginesvc.EvDepthSnapshotEnd:
+		case 0, wire.EvDepthSnapshotEnd:
 			r.t.Fatalf("unexpected message %x", msg)
 		default:
 			var ev engine.Event
-			if err := enginesvc.DecodeEvent(msg, &ev); err != nil {
+			if err := wire.DecodeEvent(msg, &ev); err != nil {
 				r.t.Fatal(err)
 			}
 			if ev.Kind == engine.EvRelease && ev.Source == r.client && ev.Seq == seq {

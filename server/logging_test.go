@@ -9,10 +9,10 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/matchlog/matchlog/cluster/enginesvc"
 	"github.com/matchlog/matchlog/engine"
 	"github.com/matchlog/matchlog/internal/vfs"
 	"github.com/matchlog/matchlog/sbe/wiresbe"
+	"github.com/matchlog/matchlog/wire"
 )
 
 // logBuffer collects JSON log lines written from several goroutines.
@@ -109,7 +109,7 @@ func TestLifecycleLog(t *testing.T) {
 	other.connect(6)
 	c := limitCmd(1, 2, 1, 90, 1)
 	c.Source, c.Seq = 99, 1
-	msg, err := enginesvc.AppendCommand(nil, &c)
+	msg, err := wire.AppendCommand(nil, &c)
 	if err != nil {
 		t.Fatal(err)
 	}

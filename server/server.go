@@ -71,6 +71,7 @@ import (
 	"github.com/matchlog/matchlog/engine"
 	acs "github.com/matchlog/matchlog/sbe/aeronclustersbe"
 	"github.com/matchlog/matchlog/sbe/wiresbe"
+	"github.com/matchlog/matchlog/wire"
 )
 
 // DefaultAddr is the listen address when Options.Addr is empty.
@@ -700,6 +701,6 @@ func (s *Server) offer(sid int64, msg []byte) error {
 
 // subscribe offers a SubscribeDepth on behalf of c.
 func (s *Server) subscribe(c *conn, instrument uint32, levels uint16) error {
-	c.scratch = enginesvc.AppendSubscribeDepth(c.scratch[:0], c.clientID, 0, instrument, levels)
+	c.scratch = wire.AppendSubscribeDepth(c.scratch[:0], c.clientID, 0, instrument, levels)
 	return s.offer(c.session, c.scratch)
 }

@@ -15,6 +15,7 @@ import (
 	acs "github.com/matchlog/matchlog/sbe/aeronclustersbe"
 	"github.com/matchlog/matchlog/sbe/wiresbe"
 	"github.com/matchlog/matchlog/server"
+	"github.com/matchlog/matchlog/wire"
 )
 
 func TestEndToEnd(t *testing.T) {
@@ -67,9 +68,9 @@ func TestEndToEnd(t *testing.T) {
 	}
 	c := limitCmd(1, 20, engine.Buy, 100, 3)
 	c.Source, c.Seq = 2, 1
-	msg, _ := enginesvc.AppendCommand(nil, &c)
+	msg, _ := wire.AppendCommand(nil, &c)
 	b.send(msg)
-	if _, k := b.answer(1); k != enginesvc.EvDuplicate {
+	if _, k := b.answer(1); k != wire.EvDuplicate {
 		t.Fatalf("resend answered %v", k)
 	}
 	if h2, _ := ts.srv.StateHash(context.Background()); h2 != h1 {
@@ -115,11 +116,11 @@ func TestDepthSubscription(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if enginesvc.EventKind(msg) == enginesvc.EvDepthSnapshotEnd {
+		if wire.EventKind(msg) == wire.EvDepthSnapshotEnd {
 			break
 		}
 		var ev engine.Event
-		if err := enginesvc.DecodeEvent(msg, &ev); err != nil {
+		if err := wire.DecodeEvent(msg, &ev); err != nil {
 			t.Fatal(err)
 		}
 		snap = append(snap, ev)
@@ -145,7 +146,7 @@ func TestDepthSubscription(t *testing.T) {
 			t.Fatal(err)
 		}
 		var ev engine.Event
-		if err := enginesvc.DecodeEvent(msg, &ev); err != nil || ev != w {
+		if err := wire.DecodeEvent(msg, &ev); err != nil || ev != w {
 			t.Fatalf("b got %+v (%v), want %+v", ev, err, w)
 		}
 	}
@@ -232,7 +233,7 @@ func TestMalformed(t *testing.T) {
 	cmdMsg := func(src, seq uint64) []byte {
 		c := limitCmd(1, 1000+seq, engine.Buy, 50, 1)
 		c.Source, c.Seq = src, seq
-		b, _ := enginesvc.AppendCommand(nil, &c)
+		b, _ := wire.AppendCommand(nil, &c)
 		return b
 	}
 	ev := engine.Event{Kind: engine.EvRelease, Source: 7, Seq: 1}
@@ -259,7 +260,7 @@ func TestMalformed(t *testing.T) {
 		{"unknown schema", true, wiresbe.AppendFrame(nil, header(0, 1, 4242)), false, wiresbe.CloseCodeMalformed, "unknown schema 4242"},
 		{"unknown wire template", true, wiresbe.AppendFrame(nil, header(0, 99, wiresbe.SchemaID)), false, wiresbe.CloseCodeMalformed, "unknown template 99"},
 		{"server message from client", true, wiresbe.AppendFrame(nil, wiresbe.AppendSessionClosed(nil, 1, 0, "x")), false, wiresbe.CloseCodeMalformed, "unknown template"},
-		{"event instead of command", true, wiresbe.AppendFrame(nil, enginesvc.AppendEvent(nil, &ev)), false, wiresbe.CloseCodeMalformed, "not a command"},
+		{"event instead of command", true, wiresbe.AppendFrame(nil, wire.AppendEvent(nil, &ev)), false, wiresbe.CloseCodeMalformed, "not a command"},
 		{"command with trailing byte", true, wiresbe.AppendFrame(nil, append(cmdMsg(7, 1), 0)), false, wiresbe.CloseCodeMalformed, "its header says"},
 		{"short Connect", false, wiresbe.AppendFrame(nil, wiresbe.AppendConnect(nil, 7)[:12]), false, wiresbe.CloseCodeMalformed, "Connect"},
 		{"command before Connect", false, wiresbe.AppendFrame(nil, cmdMsg(7, 1)), false, wiresbe.CloseCodeProtocolError, "before Connect"},
@@ -323,7 +324,7 @@ func TestSlowConsumer(t *testing.T) {
 	slow.seq++
 	c := defineCmd(1)
 	c.Source, c.Seq = 1, slow.seq
-	m, _ := enginesvc.AppendCommand(nil, &c)
+	m, _ := wire.AppendCommand(nil, &c)
 	batch = wiresbe.AppendFrame(batch, m)
 	for i := range 20000 {
 		slow.seq++
@@ -332,7 +333,7 @@ func TestSlowConsumer(t *testing.T) {
 			o.Price = int64(500 - i%400)
 		}
 		o.Source, o.Seq = 1, slow.seq
-		m, _ := enginesvc.AppendCommand(nil, &o)
+		m, _ := wire.AppendCommand(nil, &o)
 		batch = wiresbe.AppendFrame(batch, m)
 	}
 	go slow.nc.Write(batch) // the server stops reading once it closes
@@ -443,7 +444,7 @@ func TestSnapshotOnShutdownRestart(t *testing.T) {
 	b := dialRaw(t, ts2.srv.Addr().String())
 	b.connect(1)
 	b.seq = 0
-	if _, k := b.answer(b.cmd(defineCmd(1))); k != enginesvc.EvDuplicate {
+	if _, k := b.answer(b.cmd(defineCmd(1))); k != wire.EvDuplicate {
 		t.Fatalf("resend after restart: %v", k)
 	}
 }

@@ -3,6 +3,8 @@ package snapshot
 import (
 	"fmt"
 	"testing"
+
+	"github.com/matchlog/matchlog/internal/stream"
 )
 
 // TestTakeAllocs proves a reused Publisher's take allocates nothing, over
@@ -17,7 +19,7 @@ func TestTakeAllocs(t *testing.T) {
 			pub.SetPositionLimit(img.Position() + window)
 			return nil
 		}
-		p, err := NewPublisher(&PublicationClaimer{Pub: pub}, idle)
+		p, err := NewPublisher(&stream.PublicationClaimer{Pub: pub}, idle)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -38,7 +40,7 @@ func BenchmarkTake(b *testing.B) {
 		e := buildEngine(b, bookSpec{instruments: 8, sources: 4, orders: 100_000})
 		l, pub, img := newLog(b, 16<<20, g.mtu)
 		window := int64(l.TermWindowLength())
-		p, _ := NewPublisher(&PublicationClaimer{Pub: pub}, func() error {
+		p, _ := NewPublisher(&stream.PublicationClaimer{Pub: pub}, func() error {
 			img.Drain(1 << 30)
 			pub.SetPositionLimit(img.Position() + window)
 			return nil
@@ -59,7 +61,7 @@ func BenchmarkLoad(b *testing.B) {
 	frags := capture(b, e, 16<<20, 65504)
 	var l Loader
 	for b.Loop() {
-		if _, _, err := l.Load(NewFrameSource(frags), testLoad); err != nil {
+		if _, _, err := l.Load(stream.NewFrameSource(frags), testLoad); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/matchlog/matchlog/engine"
 	"github.com/matchlog/matchlog/engine/enginetest"
+	"github.com/matchlog/matchlog/internal/stream"
 )
 
 // TestRestoredBehaves continues the original and the restored engine with
@@ -51,7 +52,7 @@ func TestRestoredBehaves(t *testing.T) {
 
 // failingClaimer fails every claim after its first ok ones.
 type failingClaimer struct {
-	PublicationClaimer
+	stream.PublicationClaimer
 	ok int
 }
 
@@ -72,7 +73,7 @@ func TestPublicationError(t *testing.T) {
 	e := buildEngine(t, bookSpec{instruments: 2, sources: 2, orders: 70, triggers: 30})
 	for k := 0; ; k++ {
 		_, pub, img := newLog(t, 64<<10, 1408)
-		fc := &failingClaimer{PublicationClaimer: PublicationClaimer{Pub: pub}, ok: k}
+		fc := &failingClaimer{PublicationClaimer: stream.PublicationClaimer{Pub: pub}, ok: k}
 		p, err := NewPublisher(fc, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -87,7 +88,7 @@ func TestPublicationError(t *testing.T) {
 		if !errors.Is(err, errPublication) || !errors.Is(err, ErrPublish) {
 			t.Fatalf("claim %d: %v", k, err)
 		}
-		if _, _, err := Load(NewImageSource(img), testLoad); err == nil {
+		if _, _, err := Load(stream.NewImageSource(img), testLoad); err == nil {
 			t.Fatalf("claim %d: the stream of a failed take loaded", k)
 		}
 		// The next take on the same publisher starts clean.

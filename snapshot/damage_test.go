@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/matchlog/matchlog/internal/stream"
 	"github.com/matchlog/matchlog/sbe/snapshotsbe"
 )
 
@@ -145,23 +146,23 @@ func TestBounded(t *testing.T) {
 	frags := damageStream(t)
 	opts := testLoad
 	opts.MaxFragments = int64(len(frags) - 1)
-	if _, _, err := Load(NewFrameSource(frags), opts); err == nil || !strings.Contains(err.Error(), "no END within") {
+	if _, _, err := Load(stream.NewFrameSource(frags), opts); err == nil || !strings.Contains(err.Error(), "no END within") {
 		t.Fatalf("bounded load: %v", err)
 	}
 	opts.MaxFragments = int64(len(frags))
-	if _, _, err := Load(NewFrameSource(frags), opts); err != nil {
+	if _, _, err := Load(stream.NewFrameSource(frags), opts); err != nil {
 		t.Fatal(err)
 	}
 	calls := 0
 	opts = testLoad
 	opts.IdlePolls = 5
 	opts.Idle = func() error { calls++; return nil }
-	if _, _, err := Load(NewFrameSource(frags[:3]), opts); err == nil || calls != 4 {
+	if _, _, err := Load(stream.NewFrameSource(frags[:3]), opts); err == nil || calls != 4 {
 		t.Fatalf("idle load: %v after %d idle calls", err, calls)
 	}
 	opts = testLoad
 	opts.AppVersion++
-	if _, _, err := Load(NewFrameSource(frags), opts); err == nil {
+	if _, _, err := Load(stream.NewFrameSource(frags), opts); err == nil {
 		t.Fatal("wrong app version accepted")
 	}
 }

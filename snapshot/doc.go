@@ -66,11 +66,11 @@
 // # Publishing
 //
 // [Publisher.Take] streams an engine through [engine.Engine.SnapshotTo].
-// The Publisher writes through a [Claimer] (TryClaim, Commit, Abort,
-// MaxPayloadLength); [PublicationClaimer] adapts our log buffer's exclusive
+// The Publisher writes through a [stream.Claimer] (TryClaim, Commit, Abort,
+// MaxPayloadLength); [stream.PublicationClaimer] adapts our log buffer's exclusive
 // publication and an adapter over an Aeron client Publication and its
 // BufferClaim fits the same four methods. Back-pressure (position
-// [BackPressured] or [AdminAction] with a nil error) is retried without
+// [stream.BackPressured] or [stream.AdminAction] with a nil error) is retried without
 // limit, calling the caller's idle function between tries so the host's
 // duty cycle keeps running; an error from idle, any other negative
 // position or a publication error fails the take, and the claim in
@@ -80,7 +80,7 @@
 //
 // # Loading
 //
-// [Loader.Load] polls a [FragmentSource] ([ImageSource] adapts logbuf's
+// [Loader.Load] polls a [stream.FragmentSource] ([stream.ImageSource] adapts logbuf's
 // Image) and checks, in order: SnapshotMarker BEGIN first, with the type id
 // and app version the caller expects; MeSnapshotBegin; records of our
 // schema (id 7001, version 1) and known templates only, each with

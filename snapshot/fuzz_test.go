@@ -3,6 +3,8 @@ package snapshot
 import (
 	"encoding/binary"
 	"testing"
+
+	"github.com/matchlog/matchlog/internal/stream"
 )
 
 // joinFrags and splitFrags turn a fragment list into one byte string and
@@ -42,7 +44,7 @@ func FuzzLoad(f *testing.F) {
 	f.Add(joinFrags(capture(f, buildEngine(f, bookSpec{}), 64<<10, 256)))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		e, _, err := Load(NewFrameSource(splitFrags(data)), testLoad)
+		e, _, err := Load(stream.NewFrameSource(splitFrags(data)), testLoad)
 		if err != nil {
 			if e != nil {
 				t.Fatal("engine returned with an error")

@@ -8,6 +8,7 @@ import (
 	"github.com/matchlog/matchlog/engine"
 	"github.com/matchlog/matchlog/engine/enginetest"
 	"github.com/matchlog/matchlog/internal/logbuf"
+	"github.com/matchlog/matchlog/internal/stream"
 	"github.com/matchlog/matchlog/sbe/aeronclustersbe"
 )
 
@@ -107,7 +108,7 @@ func newLog(t testing.TB, termLength, mtu int) (*logbuf.Log, *logbuf.ExclusivePu
 func capture(t testing.TB, e *engine.Engine, termLength, mtu int) [][]byte {
 	t.Helper()
 	l, pub, img := newLog(t, termLength, mtu)
-	p, err := NewPublisher(&PublicationClaimer{Pub: pub}, nil)
+	p, err := NewPublisher(&stream.PublicationClaimer{Pub: pub}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +123,7 @@ func capture(t testing.TB, e *engine.Engine, termLength, mtu int) [][]byte {
 }
 
 func loadFrags(frags [][]byte) (*engine.Engine, error) {
-	e, _, err := Load(NewFrameSource(frags), testLoad)
+	e, _, err := Load(stream.NewFrameSource(frags), testLoad)
 	return e, err
 }
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/matchlog/matchlog/engine"
+	"github.com/matchlog/matchlog/internal/stream"
 )
 
 // TestPastFramingLimits streams books larger than the MTU, the max message
@@ -53,11 +54,11 @@ func TestPastFramingLimits(t *testing.T) {
 					runtime.Gosched()
 					return nil
 				}
-				got, _, err := Load(NewImageSource(img), opts)
+				got, _, err := Load(stream.NewImageSource(img), opts)
 				res <- result{got, err}
 			}()
 			backPressured := 0
-			p, err := NewPublisher(&PublicationClaimer{Pub: pub}, func() error {
+			p, err := NewPublisher(&stream.PublicationClaimer{Pub: pub}, func() error {
 				backPressured++
 				pub.SetPositionLimit(img.Position() + int64(l.TermWindowLength()))
 				runtime.Gosched()
@@ -93,12 +94,12 @@ func TestIdleError(t *testing.T) {
 	e := buildEngine(t, bookSpec{instruments: 2, sources: 1, orders: 5000})
 	_, pub, _ := newLog(t, 64<<10, 1408)
 	stop := errors.New("host shutting down")
-	p, _ := NewPublisher(&PublicationClaimer{Pub: pub}, func() error { return stop })
+	p, _ := NewPublisher(&stream.PublicationClaimer{Pub: pub}, func() error { return stop })
 	if err := p.Take(e, testMarker); !errors.Is(err, stop) || !errors.Is(err, ErrPublish) {
 		t.Fatalf("take: %v, want the idle error", err)
 	}
 	_, pub, _ = newLog(t, 64<<10, 1408)
-	p, _ = NewPublisher(&PublicationClaimer{Pub: pub}, nil)
+	p, _ = NewPublisher(&stream.PublicationClaimer{Pub: pub}, nil)
 	pub.Close()
 	if err := p.Take(e, testMarker); err == nil {
 		t.Fatal("take on a closed publication succeeded")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/matchlog/matchlog/engine"
+	"github.com/matchlog/matchlog/internal/stream"
 	"github.com/matchlog/matchlog/sbe/aeronclustersbe"
 	"github.com/matchlog/matchlog/sbe/snapshotsbe"
 )
@@ -34,7 +35,7 @@ type LoadOptions struct {
 	Idle      func() error
 }
 
-// Loader reads a snapshot from a [FragmentSource] and feeds an engine's
+// Loader reads a snapshot from a [stream.FragmentSource] and feeds an engine's
 // [engine.Restorer] strictly; see the package documentation for what it
 // checks. A Loader may be reused; it is not safe for concurrent use.
 type Loader struct {
@@ -52,7 +53,7 @@ type Loader struct {
 	od     snapshotsbe.OrdersDecoder
 	td     snapshotsbe.TriggersDecoder
 	ed     snapshotsbe.EndDecoder
-	handle FragmentHandler
+	handle stream.FragmentHandler
 	used   int // encoded length of the message being checked
 }
 
@@ -65,7 +66,7 @@ const (
 )
 
 // Load restores a new engine from src with a fresh [Loader].
-func Load(src FragmentSource, opts LoadOptions) (*engine.Engine, Marker, error) {
+func Load(src stream.FragmentSource, opts LoadOptions) (*engine.Engine, Marker, error) {
 	var l Loader
 	return l.Load(src, opts)
 }
@@ -74,7 +75,7 @@ func Load(src FragmentSource, opts LoadOptions) (*engine.Engine, Marker, error) 
 // marker. On any error it returns a nil engine, never a partial one: the
 // engine is built aside and handed over only once SnapshotMarker END has
 // arrived and every check has passed.
-func (l *Loader) Load(src FragmentSource, opts LoadOptions) (*engine.Engine, Marker, error) {
+func (l *Loader) Load(src stream.FragmentSource, opts LoadOptions) (*engine.Engine, Marker, error) {
 	e := engine.New()
 	if opts.FragmentLimit <= 0 {
 		opts.FragmentLimit = 64

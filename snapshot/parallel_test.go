@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/matchlog/matchlog/internal/logbuf"
+	"github.com/matchlog/matchlog/internal/stream"
 )
 
 // captureWith runs take on a publisher over a log of the given geometry,
@@ -32,7 +33,7 @@ func captureWith(t testing.TB, p *Publisher, l *logbuf.Log, pub *logbuf.Exclusiv
 func newParallel(t testing.TB, g geometry, workers int) (*Publisher, *logbuf.Log, *logbuf.ExclusivePublication, *logbuf.Image) {
 	t.Helper()
 	l, pub, img := newLog(t, g.term, g.mtu)
-	p, err := NewPublisher(&PublicationClaimer{Pub: pub}, nil)
+	p, err := NewPublisher(&stream.PublicationClaimer{Pub: pub}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +155,7 @@ func TestParallelThreshold(t *testing.T) {
 	if (&Publisher{}).ParallelMin != 0 || p.ParallelMin == DefaultParallelMin {
 		t.Fatal("unexpected")
 	}
-	q, _ := NewPublisher(&PublicationClaimer{Pub: pub}, nil)
+	q, _ := NewPublisher(&stream.PublicationClaimer{Pub: pub}, nil)
 	if q.ParallelMin != DefaultParallelMin {
 		t.Fatalf("default ParallelMin %d", q.ParallelMin)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/matchlog/matchlog/engine"
+	"github.com/matchlog/matchlog/internal/stream"
 	"github.com/matchlog/matchlog/sbe/aeronclustersbe"
 	"github.com/matchlog/matchlog/sbe/snapshotsbe"
 )
@@ -53,11 +54,11 @@ const (
 )
 
 // Publisher is an [engine.Sink] that writes an engine's record stream as
-// a service snapshot through a [Claimer]; see the package documentation
+// a service snapshot through a [stream.Claimer]; see the package documentation
 // for the stream. A Publisher is reused from take to take: after the
 // first, a take allocates nothing. It is not safe for concurrent use.
 type Publisher struct {
-	c          Claimer
+	c          stream.Claimer
 	idle       func() error
 	marker     Marker
 	maxPayload int
@@ -95,7 +96,7 @@ type Publisher struct {
 // NewPublisher returns a publisher writing through c. While c is
 // back-pressured it calls idle (which may be nil) between retries, without
 // limit; an error from idle fails the take.
-func NewPublisher(c Claimer, idle func() error) (*Publisher, error) {
+func NewPublisher(c stream.Claimer, idle func() error) (*Publisher, error) {
 	mp := c.MaxPayloadLength()
 	if mp < batchHeader+triggerLength || mp < markerLength {
 		return nil, fmt.Errorf("%w: max payload %d is too small for one batch entry", ErrPublish, mp)
@@ -152,7 +153,7 @@ func (p *Publisher) claim(length int) ([]byte, error) {
 		if pos >= 0 {
 			return buf, nil
 		}
-		if pos != BackPressured && pos != AdminAction {
+		if pos != stream.BackPressured && pos != stream.AdminAction {
 			return nil, p.fail(fmt.Errorf("%w: claim failed with position %d", ErrPublish, pos))
 		}
 		if p.idle != nil {

@@ -7,12 +7,12 @@ import (
 	"github.com/lirm/aeron-go/aeron"
 	"github.com/lirm/aeron-go/aeron/atomic"
 	"github.com/lirm/aeron-go/aeron/logbuffer"
+	"github.com/matchlog/matchlog/internal/stream"
 	"github.com/matchlog/matchlog/sbe/aeronclustersbe"
-	"github.com/matchlog/matchlog/snapshot"
 )
 
 // imageSource adapts the snapshot replay image aeron-go hands to OnStart
-// to snapshot.FragmentSource.
+// to stream.FragmentSource.
 //
 // The image is a live replay from the archive: a poll may find nothing
 // yet although the recording goes on. Our services read a snapshot as a
@@ -28,7 +28,7 @@ type imageSource struct {
 	timeout time.Duration
 	now     func() time.Time
 
-	h       snapshot.FragmentHandler
+	h       stream.FragmentHandler
 	fn      func(*atomic.Buffer, int32, int32, *logbuffer.Header)
 	err     error // first fragment that could not be read
 	termID  int64 // leadership term of the first BEGIN marker seen
@@ -41,8 +41,8 @@ func newImageSource(img aeron.Image, idle func() error, timeout time.Duration) *
 	return s
 }
 
-// Poll implements snapshot.FragmentSource.
-func (s *imageSource) Poll(h snapshot.FragmentHandler, limit int) int {
+// Poll implements stream.FragmentSource.
+func (s *imageSource) Poll(h stream.FragmentHandler, limit int) int {
 	if s.err != nil || limit <= 0 {
 		return 0
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/lirm/aeron-go/aeron/logbuffer"
 	"github.com/lirm/aeron-go/aeron/logbuffer/term"
 	"github.com/matchlog/matchlog/cluster"
-	"github.com/matchlog/matchlog/snapshot"
+	"github.com/matchlog/matchlog/internal/stream"
 )
 
 // claimPublication is the part of *aeron.Publication the snapshot side
@@ -71,7 +71,7 @@ func (s *snapshotPublication) result(r int64, what string) (int64, error) {
 			s.notConnSince = now
 		}
 		if now.Sub(s.notConnSince) < s.connectTimeout {
-			return snapshot.BackPressured, nil
+			return stream.BackPressured, nil
 		}
 		return r, fmt.Errorf("aeronhost: snapshot publication %s: not connected for %v", what, now.Sub(s.notConnSince))
 	case aeron.PublicationClosed:

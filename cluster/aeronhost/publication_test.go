@@ -10,7 +10,7 @@ import (
 	"github.com/lirm/aeron-go/aeron/logbuffer"
 	"github.com/lirm/aeron-go/aeron/logbuffer/term"
 	"github.com/matchlog/matchlog/cluster"
-	"github.com/matchlog/matchlog/snapshot"
+	"github.com/matchlog/matchlog/internal/stream"
 )
 
 func TestPublicationResults(t *testing.T) {
@@ -20,9 +20,9 @@ func TestPublicationResults(t *testing.T) {
 		wantPos int64
 		wantErr bool
 	}{
-		{"back-pressured", aeron.BackPressured, snapshot.BackPressured, false},
-		{"admin action", aeron.AdminAction, snapshot.AdminAction, false},
-		{"not connected", aeron.NotConnected, snapshot.BackPressured, false},
+		{"back-pressured", aeron.BackPressured, stream.BackPressured, false},
+		{"admin action", aeron.AdminAction, stream.AdminAction, false},
+		{"not connected", aeron.NotConnected, stream.BackPressured, false},
 		{"closed", aeron.PublicationClosed, aeron.PublicationClosed, true},
 		{"max position", aeron.MaxPositionExceeded, aeron.MaxPositionExceeded, true},
 		{"unknown", -9, -9, true},
@@ -51,7 +51,7 @@ func TestPublicationNotConnectedTimesOut(t *testing.T) {
 	p.now = func() time.Time { return now }
 	for i := 0; i < 3; i++ {
 		fp.results = []int64{aeron.NotConnected}
-		if _, pos, err := p.TryClaim(4); err != nil || pos != snapshot.BackPressured {
+		if _, pos, err := p.TryClaim(4); err != nil || pos != stream.BackPressured {
 			t.Fatalf("within the timeout: %d %v", pos, err)
 		}
 		now = now.Add(400 * time.Millisecond)
@@ -66,7 +66,7 @@ func TestPublicationNotConnectedTimesOut(t *testing.T) {
 	}
 	p.Commit()
 	fp.results = []int64{aeron.NotConnected}
-	if _, pos, err := p.TryClaim(4); err != nil || pos != snapshot.BackPressured {
+	if _, pos, err := p.TryClaim(4); err != nil || pos != stream.BackPressured {
 		t.Fatalf("after a success: %d %v", pos, err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/matchlog/matchlog/engine"
 	"github.com/matchlog/matchlog/engine/enginetest"
 	"github.com/matchlog/matchlog/snapshot"
+	"github.com/matchlog/matchlog/wire"
 )
 
 // commands generates n commands that have an enginesbe message.
@@ -24,7 +25,7 @@ func commands(t testing.TB, seed int64, n int) [][]byte {
 		if c.Kind < engine.CmdDefineInstrument || c.Kind > engine.CmdMarkPrice {
 			continue
 		}
-		b, err := enginesvc.AppendCommand(nil, &c)
+		b, err := wire.AppendCommand(nil, &c)
 		if err != nil {
 			t.Fatal(err)
 		}

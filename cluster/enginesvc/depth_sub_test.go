@@ -7,6 +7,7 @@ import (
 	"github.com/matchlog/matchlog/cluster/enginesvc"
 	"github.com/matchlog/matchlog/engine"
 	"github.com/matchlog/matchlog/internal/vfs"
+	"github.com/matchlog/matchlog/wire"
 )
 
 // egressLog collects each session's released messages, decoded.
@@ -14,21 +15,21 @@ type egressLog map[int64][]engine.Event
 
 func (l egressLog) add(t *testing.T, sid int64, msg []byte) {
 	var ev engine.Event
-	switch k := enginesvc.EventKind(msg); k {
-	case enginesvc.EvDuplicate:
-		src, seq, err := enginesvc.DecodeDuplicate(msg)
+	switch k := wire.EventKind(msg); k {
+	case wire.EvDuplicate:
+		src, seq, err := wire.DecodeDuplicate(msg)
 		if err != nil {
 			t.Errorf("duplicate: %v", err)
 		}
 		ev = engine.Event{Kind: k, Source: src, Seq: seq}
-	case enginesvc.EvDepthSnapshotEnd:
-		src, seq, inst, levels, err := enginesvc.DecodeDepthSnapshotEnd(msg)
+	case wire.EvDepthSnapshotEnd:
+		src, seq, inst, levels, err := wire.DecodeDepthSnapshotEnd(msg)
 		if err != nil {
 			t.Errorf("depth end: %v", err)
 		}
 		ev = engine.Event{Kind: k, Source: src, Seq: seq, Instrument: inst, Count: int64(levels)}
 	default:
-		if err := enginesvc.DecodeEvent(msg, &ev); err != nil {
+		if err := wire.DecodeEvent(msg, &ev); err != nil {
 			t.Errorf("session %d: %v", sid, err)
 		}
 	}
@@ -84,7 +85,7 @@ func (d *depthNode) send(sid int64, msgs ...[]byte) {
 }
 
 func (d *depthNode) cmd(c engine.Command) []byte {
-	b, err := enginesvc.AppendCommand(nil, &c)
+	b, err := wire.AppendCommand(nil, &c)
 	if err != nil {
 		d.t.Fatal(err)
 	}
@@ -110,13 +111,13 @@ func TestDepthSubscription(t *testing.T) {
 	)
 	clear(d.out)
 	// b subscribes to 1 with 1 level per side; c to instrument 2.
-	d.send(b, enginesvc.AppendSubscribeDepth(nil, 2, 0, 1, 1))
-	d.send(c, enginesvc.AppendSubscribeDepth(nil, 3, 0, 2, 0))
+	d.send(b, wire.AppendSubscribeDepth(nil, 2, 0, 1, 1))
+	d.send(c, wire.AppendSubscribeDepth(nil, 3, 0, 2, 0))
 	got := d.out[b]
 	want := []engine.Event{
 		{Kind: engine.EvDepth, Source: 2, Instrument: 1, Side: engine.Buy, Price: 100, Qty: 5, Count: 1},
 		{Kind: engine.EvDepth, Source: 2, Instrument: 1, Side: engine.Sell, Price: 105, Qty: 2, Count: 1},
-		{Kind: enginesvc.EvDepthSnapshotEnd, Source: 2, Instrument: 1, Count: 1},
+		{Kind: wire.EvDepthSnapshotEnd, Source: 2, Instrument: 1, Count: 1},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("subscriber got %+v, want %+v", got, want)
@@ -126,7 +127,7 @@ func TestDepthSubscription(t *testing.T) {
 			t.Errorf("snapshot %d: %+v, want %+v", i, got[i], want[i])
 		}
 	}
-	if len(d.out[c]) != 1 || d.out[c][0].Kind != enginesvc.EvDepthSnapshotEnd || d.out[c][0].Count != enginesvc.DefaultDepthLevels {
+	if len(d.out[c]) != 1 || d.out[c][0].Kind != wire.EvDepthSnapshotEnd || d.out[c][0].Count != wire.DefaultDepthLevels {
 		t.Errorf("empty instrument's snapshot: %+v", d.out[c])
 	}
 	if d.svc.DepthSubscribers(1) != 1 || d.svc.DepthSubscribers(2) != 1 {
@@ -191,7 +192,7 @@ func TestDuplicateAnswered(t *testing.T) {
 	h := d.svc.Engine().StateHash()
 	clear(d.out)
 	d.send(a, o, def)
-	want := []engine.Event{{Kind: enginesvc.EvDuplicate, Source: 1, Seq: 2}, {Kind: enginesvc.EvDuplicate, Source: 1, Seq: 1}}
+	want := []engine.Event{{Kind: wire.EvDuplicate, Source: 1, Seq: 2}, {Kind: wire.EvDuplicate, Source: 1, Seq: 1}}
 	if got := d.out[a]; len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
 		t.Fatalf("resent: %+v, want %+v", got, want)
 	}
@@ -227,7 +228,7 @@ func TestSessionMessageAllocs(t *testing.T) {
 	apply := func(c engine.Command) {
 		seq++
 		c.Source, c.Seq = 1, seq
-		buf, _ = enginesvc.AppendCommand(buf[:0], &c)
+		buf, _ = wire.AppendCommand(buf[:0], &c)
 		if err := svc.OnSessionMessage(s1, 1, buf, 0); err != nil {
 			t.Fatal(err)
 		}
@@ -246,14 +247,14 @@ func TestSessionMessageAllocs(t *testing.T) {
 	if a := testing.AllocsPerRun(200, round); a != 0 {
 		t.Errorf("no subscriber: %.1f allocs per round", a)
 	}
-	sub := enginesvc.AppendSubscribeDepth(nil, 2, 0, 2, 5)
+	sub := wire.AppendSubscribeDepth(nil, 2, 0, 2, 5)
 	if err := svc.OnSessionMessage(s2, 1, sub, 0); err != nil {
 		t.Fatal(err)
 	}
 	if a := testing.AllocsPerRun(200, round); a != 0 {
 		t.Errorf("subscriber to another instrument: %.1f allocs per round", a)
 	}
-	sub = enginesvc.AppendSubscribeDepth(nil, 2, 0, 1, 5)
+	sub = wire.AppendSubscribeDepth(nil, 2, 0, 1, 5)
 	if err := svc.OnSessionMessage(s2, 1, sub, 0); err != nil {
 		t.Fatal(err)
 	}

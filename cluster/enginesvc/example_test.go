@@ -7,6 +7,7 @@ import (
 	"github.com/matchlog/matchlog/cluster/enginesvc"
 	"github.com/matchlog/matchlog/engine"
 	"github.com/matchlog/matchlog/internal/vfs"
+	"github.com/matchlog/matchlog/wire"
 )
 
 // A node hosting the matching engine: open, connect a session, send
@@ -22,7 +23,7 @@ func Example() {
 		FileSyncLevel: 1, // events are released once their command is synced
 		Clock:         func() int64 { clock += 1000; return clock },
 		Egress: func(session int64, msg []byte) {
-			if enginesvc.EventKind(msg) == engine.EvRelease {
+			if wire.EventKind(msg) == engine.EvRelease {
 				released++
 			}
 		},
@@ -37,7 +38,7 @@ func Example() {
 		{Kind: engine.CmdNewOrder, Source: 1, Seq: 2, Instrument: 7, OrderID: 1, Account: 1, Side: engine.Sell, Type: engine.Limit, TIF: engine.GTC, Price: 100, Qty: 5},
 		{Kind: engine.CmdNewOrder, Source: 1, Seq: 3, Instrument: 7, OrderID: 2, Account: 2, Side: engine.Buy, Type: engine.Limit, TIF: engine.GTC, Price: 100, Qty: 3},
 	} {
-		buf, _ = enginesvc.AppendCommand(buf[:0], &c)
+		buf, _ = wire.AppendCommand(buf[:0], &c)
 		node.Offer(session, buf)
 	}
 	node.RequestSnapshot()

@@ -12,6 +12,7 @@ import (
 	"github.com/matchlog/matchlog/engine"
 	"github.com/matchlog/matchlog/engine/enginetest"
 	"github.com/matchlog/matchlog/internal/vfs"
+	"github.com/matchlog/matchlog/wire"
 )
 
 const testDir = "node"
@@ -66,8 +67,8 @@ func newHarness(t testing.TB, fsys vfs.FS, mode cluster.SnapshotMode, syncLevel 
 		FileSyncLevel: syncLevel, SnapshotMode: mode, BlockLength: 1 << 20, MaxBatch: 64}
 	h.opts.Clock = func() int64 { h.clock += 1000; return h.clock }
 	h.opts.Egress = func(sid int64, msg []byte) {
-		if enginesvc.EventKind(msg) == engine.EvRelease {
-			src, seq, err := enginesvc.DecodeRelease(msg)
+		if wire.EventKind(msg) == engine.EvRelease {
+			src, seq, err := wire.DecodeRelease(msg)
 			if err != nil {
 				t.Errorf("bad release: %v", err)
 			}
@@ -117,7 +118,7 @@ func (h *harness) submit(cmds []engine.Command) error {
 	var buf []byte
 	for i := range cmds {
 		var err error
-		buf, err = enginesvc.AppendCommand(buf[:0], &cmds[i])
+		buf, err = wire.AppendCommand(buf[:0], &cmds[i])
 		if err != nil {
 			return err
 		}
@@ -164,7 +165,7 @@ func logCommands(t testing.TB, fsys vfs.FS) ([]engine.Command, error) {
 			return nil
 		}
 		var c engine.Command
-		if err := enginesvc.DecodeCommand(e.Payload, &c); err != nil {
+		if err := wire.DecodeCommand(e.Payload, &c); err != nil {
 			return err
 		}
 		out = append(out, c)

@@ -12,6 +12,7 @@ import (
 	"github.com/matchlog/matchlog/cluster/enginesvc"
 	"github.com/matchlog/matchlog/engine"
 	"github.com/matchlog/matchlog/internal/vfs"
+	"github.com/matchlog/matchlog/wire"
 )
 
 var (
@@ -82,8 +83,8 @@ func snapshotPause(b *testing.B, mode cluster.SnapshotMode, workers, orders int)
 	h.svcOpts = enginesvc.Options{Workers: workers}
 	released := map[uint64]time.Time{}
 	h.opts.Egress = func(_ int64, msg []byte) {
-		if enginesvc.EventKind(msg) == engine.EvRelease {
-			_, seq, _ := enginesvc.DecodeRelease(msg)
+		if wire.EventKind(msg) == engine.EvRelease {
+			_, seq, _ := wire.DecodeRelease(msg)
 			released[seq] = time.Now()
 		}
 	}
@@ -110,7 +111,7 @@ func snapshotPause(b *testing.B, mode cluster.SnapshotMode, workers, orders int)
 			now := time.Now()
 			for next < len(cs) && t0.Add(time.Duration(next)*every).Before(now) {
 				arrival[next] = t0.Add(time.Duration(next) * every)
-				buf, _ = enginesvc.AppendCommand(buf[:0], &cs[next])
+				buf, _ = wire.AppendCommand(buf[:0], &cs[next])
 				if err := h.node.Offer(h.sess, buf); err != nil {
 					b.Fatal(err)
 				}

@@ -2,7 +2,7 @@
 // place that joins package engine and package cluster.
 //
 // Each session message is one enginesbe command (schema 7002, with its
-// 8-byte header); the service applies it to its engine with the log's
+// 8-byte header, encoded and decoded by package wire); the service applies it to its engine with the log's
 // timestamp as Command.Time and offers each event, enginesbe-encoded, to the
 // session's egress (the node releases it once the command is durable). A
 // message that does not decode is skipped (and counted), as it is in the log
@@ -10,8 +10,8 @@
 //
 // A command the engine ignores as a duplicate — its (Source, Seq) at or below
 // the source's high-water mark, so Apply returns no events — is answered
-// with a Duplicate message (EvDuplicate) so that a client resending after a
-// reconnect learns it was applied before. Every other command ends with its
+// with a Duplicate message ([wire.EvDuplicate]) so that a client resending
+// after a reconnect learns it was applied before. Every other command ends with its
 // Release event.
 //
 // # Depth subscriptions
@@ -46,9 +46,11 @@ import (
 
 	"github.com/matchlog/matchlog/cluster"
 	"github.com/matchlog/matchlog/engine"
+	"github.com/matchlog/matchlog/internal/stream"
 	"github.com/matchlog/matchlog/sbe/enginesbe"
 	"github.com/matchlog/matchlog/sbe/snapshotsbe"
 	"github.com/matchlog/matchlog/snapshot"
+	"github.com/matchlog/matchlog/wire"
 )
 
 // Options configure a Service.
@@ -185,12 +187,12 @@ func (s *Service) OnStart(c cluster.Cluster, img cluster.SnapshotImage) error {
 // endWatcher passes a snapshot through and keeps the state hash of its End
 // record.
 type endWatcher struct {
-	src  snapshot.FragmentSource
+	src  stream.FragmentSource
 	hash uint64
 	seen bool
 }
 
-func (w *endWatcher) Poll(h snapshot.FragmentHandler, limit int) int {
+func (w *endWatcher) Poll(h stream.FragmentHandler, limit int) int {
 	return w.src.Poll(func(buf []byte, off, n int, pos int64) {
 		b := buf[off : off+n]
 		if hd, err := snapshotsbe.WrapMessageHeader(b, 0); err == nil &&
@@ -236,7 +238,7 @@ func isSubscribe(msg []byte) bool {
 // subscribe answers a SubscribeDepth with the current levels and adds the
 // session to the instrument's subscribers.
 func (s *Service) subscribe(sess *cluster.ClientSession, msg []byte) {
-	source, seq, inst, levels, err := DecodeSubscribeDepth(msg)
+	source, seq, inst, levels, err := wire.DecodeSubscribeDepth(msg)
 	if err != nil {
 		s.Skipped++
 		return
@@ -244,20 +246,20 @@ func (s *Service) subscribe(sess *cluster.ClientSession, msg []byte) {
 	n := int(levels)
 	switch {
 	case n == 0:
-		n = DefaultDepthLevels
-	case n > MaxDepthLevels:
-		n = MaxDepthLevels
+		n = wire.DefaultDepthLevels
+	case n > wire.MaxDepthLevels:
+		n = wire.MaxDepthLevels
 	}
 	for _, side := range [2]engine.Side{engine.Buy, engine.Sell} {
 		s.levels = s.eng.Depth(inst, side, n, s.levels[:0])
 		for _, l := range s.levels {
 			ev := engine.Event{Kind: engine.EvDepth, Source: source, Seq: seq, Instrument: inst, Side: side,
 				Price: l.Price, Qty: l.Qty, Count: l.Count}
-			s.buf = AppendEvent(s.buf[:0], &ev)
+			s.buf = wire.AppendEvent(s.buf[:0], &ev)
 			s.c.Offer(sess.ID, s.buf)
 		}
 	}
-	s.buf = AppendDepthSnapshotEnd(s.buf[:0], source, seq, inst, uint16(n))
+	s.buf = wire.AppendDepthSnapshotEnd(s.buf[:0], source, seq, inst, uint16(n))
 	s.c.Offer(sess.ID, s.buf)
 	if s.subs == nil {
 		s.subs = map[uint32][]int64{}
@@ -271,7 +273,7 @@ func (s *Service) subscribe(sess *cluster.ClientSession, msg []byte) {
 // out to the session (and Depth events to the instrument's subscribers);
 // a SubscribeDepth is handled here, not by the engine.
 func (s *Service) OnSessionMessage(sess *cluster.ClientSession, ts int64, msg []byte, pos int64) error {
-	if err := DecodeCommand(msg, &s.cmd); err != nil {
+	if err := wire.DecodeCommand(msg, &s.cmd); err != nil {
 		if isSubscribe(msg) {
 			s.subscribe(sess, msg)
 			return nil
@@ -283,7 +285,7 @@ func (s *Service) OnSessionMessage(sess *cluster.ClientSession, ts int64, msg []
 	evs := s.eng.Apply(&s.cmd)
 	if len(evs) == 0 {
 		// At or below the source's high-water mark: applied before.
-		s.buf = AppendDuplicate(s.buf[:0], s.cmd.Source, s.cmd.Seq)
+		s.buf = wire.AppendDuplicate(s.buf[:0], s.cmd.Source, s.cmd.Seq)
 		s.c.Offer(sess.ID, s.buf)
 		s.Duplicates++
 	}
@@ -291,7 +293,7 @@ func (s *Service) OnSessionMessage(sess *cluster.ClientSession, ts int64, msg []
 		if evs[i].Kind == engine.EvRejected {
 			s.Rejected[evs[i].Reason]++
 		}
-		s.buf = AppendEvent(s.buf[:0], &evs[i])
+		s.buf = wire.AppendEvent(s.buf[:0], &evs[i])
 		s.c.Offer(sess.ID, s.buf)
 		if evs[i].Kind == engine.EvDepth && len(s.subs) != 0 {
 			for _, id := range s.subs[evs[i].Instrument] {

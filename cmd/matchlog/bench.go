@@ -18,7 +18,7 @@ const benchUsage = "usage: matchlog bench engine [--json] [--orders N] [--runs K
 
 // runBench runs `matchlog bench engine` ([bench.EngineReport]),
 // `matchlog bench snapshot` ([bench.SnapshotReport]) or `matchlog bench
-// archive` ([archive.BenchReport]).
+// archive` ([archivebench.BenchReport]).
 func runBench(args []string, stdout, stderr io.Writer) error {
 	benches := map[string]func(args []string, stdout, stderr io.Writer) error{
 		"engine": benchEngine, "snapshot": benchSnapshot, "archive": benchArchive, "cluster": benchCluster,

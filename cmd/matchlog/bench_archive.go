@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/matchlog/matchlog/archive"
+	"github.com/matchlog/matchlog/bench/archivebench"
 )
 
 const benchArchiveUsage = "usage: matchlog bench archive [--json] [--bytes B] [--runs K] [--work-dir D]\n"
 
-// benchArchive runs `matchlog bench archive` ([archive.BenchReport]): the
+// benchArchive runs `matchlog bench archive` ([archivebench.BenchReport]): the
 // recorder's throughput against raw synced writes, per block size and sync
 // level.
 func benchArchive(args []string, stdout, stderr io.Writer) error {
@@ -36,11 +36,11 @@ func benchArchive(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(stderr, "bench archive: --bytes and --runs must be positive\n")
 		return errUsage
 	}
-	r, err := archive.BenchReport(archive.BenchOptions{Bytes: *bytes, Runs: *runs, Dir: *dir, Progress: stderr})
+	r, err := archivebench.BenchReport(archivebench.BenchOptions{Bytes: *bytes, Runs: *runs, Dir: *dir, Progress: stderr})
 	if err != nil {
 		return err
 	}
-	if len(r.LoadAvg) > 0 && r.LoadAvg[0] > float64(r.NumCPU) {
+	if r.LoadAvg[0] > float64(r.NumCPU) {
 		fmt.Fprintf(stderr, "bench archive: WARNING: load average %.2f above %d CPUs: figures are unreliable\n", r.LoadAvg[0], r.NumCPU)
 	}
 	if *asJSON {

@@ -9,21 +9,21 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/matchlog/matchlog/bench/clusterbench"
 	"github.com/matchlog/matchlog/cluster"
-	"github.com/matchlog/matchlog/cluster/enginesvc"
 )
 
 const benchClusterUsage = "usage: matchlog bench cluster [--orders N[,N...]] [--sync L[,L...]] [--block B[,B...]] [--snapshot-mode pauseless[,stw]] [--rate R] [--workers K] [--runs K] [--work-dir D] [--json]\n"
 
 // clusterBenchReport is what `matchlog bench cluster --json` prints.
 type clusterBenchReport struct {
-	Results    []*enginesvc.PauseResult `json:"results"`
-	NumCPU     int                      `json:"num_cpu"`
-	GOMAXPROCS int                      `json:"gomaxprocs"`
-	Warnings   []string                 `json:"warnings,omitempty"`
+	Results    []*clusterbench.PauseResult `json:"results"`
+	NumCPU     int                         `json:"num_cpu"`
+	GOMAXPROCS int                         `json:"gomaxprocs"`
+	Warnings   []string                    `json:"warnings,omitempty"`
 }
 
-// benchCluster runs `matchlog bench cluster` ([enginesvc.PauseReport]): the
+// benchCluster runs `matchlog bench cluster` ([clusterbench.PauseReport]): the
 // client-visible pause of a snapshot of the embedded node, per book size,
 // snapshot mode, sync level and block length.
 func benchCluster(args []string, stdout, stderr io.Writer) error {
@@ -100,8 +100,8 @@ func benchCluster(args []string, stdout, stderr io.Writer) error {
 			for _, b := range blockList {
 				for _, m := range modes {
 					for range *runs {
-						fmt.Fprintf(stderr, "bench cluster: orders %d, %s, sync %d, block %d\n", o, enginesvc.ModeName(m), s, b)
-						r, err := enginesvc.PauseReport(enginesvc.PauseOptions{Orders: o, Mode: m, SyncLevel: s, BlockLength: b,
+						fmt.Fprintf(stderr, "bench cluster: orders %d, %s, sync %d, block %d\n", o, clusterbench.ModeName(m), s, b)
+						r, err := clusterbench.PauseReport(clusterbench.PauseOptions{Orders: o, Mode: m, SyncLevel: s, BlockLength: b,
 							Rate: *rate, Workers: *workers, Dir: *dir, Progress: stderr, SnapshotDir: *snapDir, YieldEvery: *yieldEvery, Nice: *nice})
 						if err != nil {
 							return err
@@ -111,7 +111,7 @@ func benchCluster(args []string, stdout, stderr io.Writer) error {
 								r.LoadAvg, r.LoadAvgEnd, rep.NumCPU, o, r.Mode, s, b)
 						}
 						rep.Results = append(rep.Results, r)
-						enginesvc.WritePauseTable(stderr, []*enginesvc.PauseResult{r})
+						clusterbench.WritePauseTable(stderr, []*clusterbench.PauseResult{r})
 					}
 				}
 			}
@@ -120,7 +120,7 @@ func benchCluster(args []string, stdout, stderr io.Writer) error {
 	if *asJSON {
 		return json.NewEncoder(stdout).Encode(rep)
 	}
-	return enginesvc.WritePauseTable(stdout, rep.Results)
+	return clusterbench.WritePauseTable(stdout, rep.Results)
 }
 
 // parseSizes parses a comma-separated list of integers with an optional

@@ -16,8 +16,6 @@ import (
 	"github.com/matchlog/matchlog/cluster/enginesvc"
 	"github.com/matchlog/matchlog/cluster/recordinglog"
 	"github.com/matchlog/matchlog/internal/vfs"
-	"github.com/matchlog/matchlog/sbe/snapshotsbe"
-	"github.com/matchlog/matchlog/snapshot"
 )
 
 const clusterUsage = `usage: matchlog cluster <command> --dir D [flags]
@@ -449,86 +447,21 @@ type engineSnapshot struct {
 	Verified bool `json:"verified" doc:"true: loaded strictly and the rebuilt engine's hash checked"`
 }
 
-// errNotEngineSnapshot marks a service snapshot that holds no matchlog
-// engine snapshot (an Aeron service's, for one).
-var errNotEngineSnapshot = errors.New("the service snapshot holds no matchlog engine snapshot")
-
-// endWatch passes a service snapshot's user data through, checks that it
-// is an engine snapshot (SnapshotMarker BEGIN of type 2, then
-// MeSnapshotBegin) and keeps End's fields.
-type endWatch struct {
-	src  snapshot.FragmentSource
-	n    int
-	bad  bool
-	seen bool
-	end  engineSnapshot
-}
-
-func (w *endWatch) Poll(h snapshot.FragmentHandler, limit int) int {
-	return w.src.Poll(func(buf []byte, off, n int, pos int64) {
-		b := buf[off : off+n]
-		le := binary.LittleEndian
-		var template, schema uint16
-		if len(b) >= 8 {
-			template, schema = le.Uint16(b[2:]), le.Uint16(b[4:])
-		}
-		switch w.n {
-		case 0:
-			if schema != 111 || template != 100 || len(b) < 8+40 || int64(le.Uint64(b[8:])) != snapshot.ServiceSnapshotTypeID || le.Uint32(b[8+28:]) != 0 {
-				w.bad = true
-			}
-		case 1:
-			if schema != snapshotsbe.SchemaID || template != snapshotsbe.MeSnapshotBeginTemplateID {
-				w.bad = true
-			}
-		}
-		w.n++
-		if schema == snapshotsbe.SchemaID && template == snapshotsbe.EndTemplateID {
-			var d snapshotsbe.EndDecoder
-			if d.WrapWithHeader(b, 0) == nil {
-				w.seen = true
-				w.end.StateHash = fmt.Sprintf("%016x", d.StateHash())
-				w.end.Sources, w.end.Instruments, w.end.Orders, w.end.Triggers = d.Sources(), d.Instruments(), d.Orders(), d.Triggers()
-			}
-		}
-		if h != nil {
-			h(buf, off, n, pos)
-		}
-	}, limit)
-}
-
 // readEngineSnapshot reads the engine snapshot in the service snapshot of
-// a stopped node directory at logPosition (the latest if < 0). With verify
-// it loads it strictly and checks the rebuilt engine's hash against End's.
+// a stopped node directory at logPosition (the latest if < 0), verified
+// with verify ([enginesvc.ReadSnapshot]).
 func readEngineSnapshot(d string, logPosition int64, verify bool) (*engineSnapshot, error) {
-	img, info, closeImg, err := cluster.ServiceSnapshot(vfs.Default, d, logPosition)
+	e, err := enginesvc.ReadSnapshot(vfs.Default, d, logPosition, verify)
 	if err != nil {
 		return nil, err
 	}
-	defer closeImg()
-	w := &endWatch{src: img}
-	if verify {
-		eng, _, lerr := snapshot.Load(w, snapshot.LoadOptions{TypeID: snapshot.ServiceSnapshotTypeID, AppVersion: info.AppVersion})
-		if w.bad {
-			return nil, errNotEngineSnapshot
-		}
-		if lerr != nil {
-			return nil, lerr
-		}
-		if h := fmt.Sprintf("%016x", eng.StateHash()); !w.seen || h != w.end.StateHash {
-			return nil, fmt.Errorf("engine snapshot at log position %d: loaded state hash %s, End says %s", info.LogPosition, h, w.end.StateHash)
-		}
-		w.end.Verified = true
-	} else {
-		for !w.bad && w.Poll(nil, 64) > 0 {
-		}
-		if w.bad || !w.seen {
-			return nil, errNotEngineSnapshot
-		}
-	}
-	e := w.end
-	e.LogPosition, e.LeadershipTermID, e.AppVersion = info.LogPosition, info.LeadershipTermID, info.AppVersion
-	return &e, nil
+	return toEngineSnapshot(e), nil
+}
+
+func toEngineSnapshot(e *enginesvc.EngineSnapshot) *engineSnapshot {
+	return &engineSnapshot{LogPosition: e.LogPosition, LeadershipTermID: e.LeadershipTermID, AppVersion: e.AppVersion,
+		StateHash: fmt.Sprintf("%016x", e.StateHash), Sources: e.Sources, Instruments: e.Instruments, Orders: e.Orders,
+		Triggers: e.Triggers, Verified: e.Verified}
 }
 
 // cmSnapshot summarises a consensus-module snapshot recording.
@@ -772,7 +705,7 @@ func checkSnapshotDir(d string, force bool, entries []recordinglog.Entry) (int32
 	for _, e := range entries {
 		if e.Type == recordinglog.TypeSnapshot && e.Valid && e.ServiceID == 0 {
 			es, err := readEngineSnapshot(d, -1, false)
-			if errors.Is(err, errNotEngineSnapshot) {
+			if errors.Is(err, enginesvc.ErrNotEngineSnapshot) {
 				return 0, fmt.Errorf("%s is not a matchlog node directory: %w; cluster snapshot only works on matchlog node directories", d, err)
 			}
 			if err != nil {
@@ -815,51 +748,18 @@ func clusterSnapshot(f *clusterFlags, stdout io.Writer) error {
 		}
 		opts.TermLength, opts.MTU, opts.SegmentLength = int(dd.TermBufferLength), int(dd.MTULength), dd.SegmentFileLength
 	}
-	svc := enginesvc.New(enginesvc.Options{Workers: f.workers, AppVersion: appVersion})
-	opts.Service = svc
-	res, hash, err := runOfflineSnapshot(d, opts, svc)
+	st, err := enginesvc.SnapshotStopped(opts, enginesvc.Options{Workers: f.workers, AppVersion: appVersion}, snapshotTimeout)
 	if err != nil {
+		if !errors.Is(err, cluster.ErrNotRestored) {
+			err = fmt.Errorf("%w (the directory is as it was before the command)", err)
+		}
 		return err
 	}
-	res.Mode, res.StateHash = f.mode, fmt.Sprintf("%016x", hash)
-
-	l, err = openRecordingLog(d, true)
-	if err != nil {
-		return err
-	}
-	after := l.Entries()
-	l.Close()
-	old := map[recordinglog.Entry]bool{}
-	for _, e := range before {
-		old[e] = true
-	}
-	var added []recordinglog.Entry
-	res.LogPosition = -1
-	for _, e := range after {
-		if e.Type == recordinglog.TypeSnapshot && !old[e] {
-			added = append(added, e)
-			if e.Valid && e.ServiceID == recordinglog.ConsensusModuleServiceID {
-				res.LogPosition, res.LeadershipTermID = e.LogPosition, e.LeadershipTermID
-			}
-		}
-	}
-	// Consensus module first, then service 0, as a recovery plan lists them.
-	for i := len(added) - 1; i >= 0; i-- {
-		if e := added[i]; e.Valid && e.LogPosition == res.LogPosition {
-			res.RecordingIDs = append(res.RecordingIDs, e.RecordingID)
-		}
-	}
-	if len(res.RecordingIDs) < 2 {
-		return fmt.Errorf("the snapshot at log position %d is not in recording.log: %s", res.LogPosition, recordinglog.Format(after))
-	}
-	// Read the engine snapshot back, strictly, as the next start will.
-	if res.Engine, err = readEngineSnapshot(d, res.LogPosition, true); err != nil {
-		return fmt.Errorf("the new snapshot does not load: %w", err)
-	}
+	res := &snapshotResult{Mode: f.mode, LogPosition: st.LogPosition, LeadershipTermID: st.LeadershipTermID,
+		RecordingIDs: st.RecordingIDs, StateHash: fmt.Sprintf("%016x", st.StateHash), Engine: toEngineSnapshot(st.Engine),
+		Replayed: st.Replayed}
 	res.Engine.RecordingID = res.RecordingIDs[1]
-	if res.Engine.StateHash != res.StateHash {
-		return fmt.Errorf("the new snapshot's state hash %s differs from the node's %s", res.Engine.StateHash, res.StateHash)
-	}
+	added := st.Added
 	res.Entries = toEntriesJSON(added, "ns")
 	if f.jsonOut {
 		return writeJSON(stdout, res)
@@ -893,34 +793,4 @@ func lastTerm(entries []recordinglog.Entry) (recordinglog.Entry, bool) {
 		}
 	}
 	return recordinglog.Entry{}, false
-}
-
-// takeSnapshot requests a snapshot of an open node and runs its duty cycle
-// until the snapshot set is recorded in recording.log (complete and
-// durable).
-func takeSnapshot(n *cluster.Node) (*snapshotResult, error) {
-	res := &snapshotResult{Replayed: n.Stats().Replayed}
-	done := n.Stats().Snapshots
-	n.RequestSnapshot()
-	deadline := time.Now().Add(snapshotTimeout)
-	for n.Stats().Snapshots == done {
-		w, err := n.DoWork()
-		if err != nil {
-			return nil, err
-		}
-		if n.SnapshotInProgress() {
-			if err := n.AwaitSnapshot(time.Until(deadline)); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("no snapshot after %s", snapshotTimeout)
-		}
-		if w == 0 {
-			time.Sleep(100 * time.Microsecond)
-		}
-	}
-	res.LeadershipTermID = n.LeadershipTermID()
-	return res, nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/matchlog/matchlog/engine"
 	"github.com/matchlog/matchlog/engine/enginetest"
 	"github.com/matchlog/matchlog/internal/fixtures"
+	"github.com/matchlog/matchlog/wire"
 )
 
 // The fixture README's ClusterTool outputs (the recovery plan is wrapped
@@ -199,7 +200,7 @@ func (tn *testNode) submit(k int) {
 			tn.gen.Next(&c) // kinds without a message in the schema
 		}
 		var err error
-		if buf, err = enginesvc.AppendCommand(buf[:0], &c); err != nil {
+		if buf, err = wire.AppendCommand(buf[:0], &c); err != nil {
 			tn.t.Fatal(err)
 		}
 		if err := tn.node.Offer(tn.sess, buf); err != nil {

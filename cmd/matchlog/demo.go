@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/matchlog/matchlog/internal/demo"
+	"github.com/matchlog/matchlog/cmd/matchlog/internal/demo"
 )
 
 // runDemo is `matchlog demo`: the main job on an embedded default.

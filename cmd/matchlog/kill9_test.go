@@ -27,6 +27,7 @@ import (
 	"github.com/matchlog/matchlog/engine"
 	"github.com/matchlog/matchlog/engine/enginetest"
 	"github.com/matchlog/matchlog/internal/vfs"
+	"github.com/matchlog/matchlog/wire"
 )
 
 var (
@@ -420,7 +421,7 @@ func checkKilledDir(t *testing.T, round int, dir string, acked []uint64, clientI
 		if e.Template != 1 {
 			return nil
 		}
-		if enginesvc.DecodeCommand(e.Payload, &cmd) != nil {
+		if wire.DecodeCommand(e.Payload, &cmd) != nil {
 			return nil // skipped by the service too
 		}
 		cmd.Time = e.Timestamp

@@ -8,7 +8,6 @@ import (
 
 	"github.com/matchlog/matchlog/archive"
 	"github.com/matchlog/matchlog/cluster"
-	"github.com/matchlog/matchlog/cluster/enginesvc"
 	"github.com/matchlog/matchlog/cluster/recordinglog"
 	"github.com/matchlog/matchlog/internal/liveness"
 	"github.com/matchlog/matchlog/internal/vfs"
@@ -100,38 +99,6 @@ func clusterRevalidateSnapshot(f *clusterFlags, stdout io.Writer) error {
 		return errors.New("no invalidated snapshot set above the latest valid one to revalidate")
 	}
 	return nil
-}
-
-// runOfflineSnapshot opens the stopped node in d, takes one snapshot and
-// closes it, as one step that either completes or leaves d as it was
-// (cluster.RunStopped): the new snapshot must also load strictly and give
-// the node's state hash before it is kept. It returns the result and the
-// node's state hash.
-func runOfflineSnapshot(d string, opts cluster.Options, svc *enginesvc.Service) (*snapshotResult, uint64, error) {
-	var res *snapshotResult
-	var hash uint64
-	err := cluster.RunStopped(opts, func(n *cluster.Node) error {
-		var err error
-		res, err = takeSnapshot(n)
-		hash = svc.Engine().StateHash()
-		return err
-	}, func() error {
-		es, err := readEngineSnapshot(d, -1, true)
-		if err != nil {
-			return fmt.Errorf("the new snapshot does not load: %w", err)
-		}
-		if want := fmt.Sprintf("%016x", hash); es.StateHash != want {
-			return fmt.Errorf("the new snapshot's state hash %s differs from the node's %s", es.StateHash, want)
-		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, cluster.ErrNotRestored) {
-		err = fmt.Errorf("%w (the directory is as it was before the command)", err)
-	}
-	if err != nil {
-		return nil, 0, err
-	}
-	return res, hash, nil
 }
 
 // checkRemoval refuses, before the archive is opened (which rewrites its

@@ -1,9 +1,13 @@
 package lint
 
 import (
+	"errors"
+	"go/ast"
+	"go/build"
 	"go/parser"
 	"go/token"
-	"os"
+	"io/fs"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -11,56 +15,334 @@ import (
 	"testing"
 )
 
-const module = "github.com/matchlog/matchlog/"
+const module = "github.com/matchlog/matchlog"
 
-// rules lists, for a package directory, the only packages of this module
-// its non-test files may import, and the standard-library or third-party
-// packages it must not import.
-var rules = map[string]struct {
+// rule is one row of the import table: which packages of this module a
+// package's non-test files may import directly (ours), which standard or
+// third-party packages they must not import (forbidden), and which packages
+// of ours must not be linked into it at all, directly or through any chain
+// of imports (notLinked). A pattern "p/..." stands for p and every package
+// below it; "..." for every package of the module.
+type rule struct {
 	ours      []string
 	forbidden []string
-}{
+	notLinked []string
+}
+
+// The layers of the table, as DESIGN.md §2 names them.
+var (
+	// logBuffer is "log buffer": Aeron's frames, terms, claims and images
+	// (internal/logbuf) and the claim and fragment interfaces on top of
+	// them (internal/stream).
+	logBuffer = []string{"internal/logbuf", "internal/stream"}
+	// sbe is every generated codec and the generator.
+	sbe = []string{"sbe/..."}
+	// files is the file-system layer under the archive and the node.
+	files = []string{"internal/vfs", "internal/liveness", "internal/invariants"}
+)
+
+func join(groups ...[]string) []string { return slices.Concat(groups...) }
+
+// rules is the import table of DESIGN.md §2, extended to every package of
+// the module: a package without a row fails TestImportRules, so a new
+// package is placed in the table when it is added. Test files are exempt.
+var rules = map[string]rule{
 	// The engine is a deterministic single writer: no I/O, no clock, no
-	// goroutine machinery, no encoding.
+	// goroutine machinery, no encoding. It imports none of ours.
 	"engine": {
 		ours:      []string{"internal/invariants"},
 		forbidden: []string{"os", "io", "net", "time", "sync", "sync/atomic", "math/rand", "math/rand/v2", "unsafe"},
 	},
+	"engine/enginetest": {ours: []string{"engine"}},
+
+	// sbe: the schemas, the generator and the generated codecs import
+	// nothing of ours outside sbe.
+	"sbe/...": {ours: sbe},
+
+	// Leaves under internal/.
 	"internal/invariants": {},
+	"internal/logbuf":     {},
+	"internal/measure":    {},
+	"internal/liveness":   {},
+	"internal/fixtures":   {},
+	"internal/plot":       {},
+	"internal/probe":      {},
+	"internal/lint":       {},
+	"internal/vfs":        {ours: []string{"internal/invariants"}},
+	"internal/stream":     {ours: []string{"internal/logbuf"}},
+	"internal/scenario":   {ours: []string{"engine"}},
+
+	// snapshot: engine, sbe, log buffer.
+	"snapshot":          {ours: join([]string{"engine", "internal/invariants"}, sbe, logBuffer)},
+	"snapshot/snaptest": {ours: join([]string{"engine", "engine/enginetest", "snapshot"}, sbe, logBuffer)},
+
+	// archive: sbe, log buffer (and the file system). It stores bytes and
+	// never links the engine or the snapshot encoder.
+	"archive": {ours: join(sbe, logBuffer, files), notLinked: []string{"engine", "snapshot/...", "cluster/..."}},
+
+	// cluster: archive, sbe — and not the engine. DESIGN.md's row lists
+	// snapshot too, but snapshot links the engine; what the node needs of
+	// it (claims and fragment sources) is internal/stream, so importing
+	// snapshot fails the notLinked rule.
+	"cluster/recordinglog": {ours: join([]string{"archive"}, files), notLinked: []string{"engine"}},
+	"cluster":              {ours: join([]string{"archive", "cluster/recordinglog"}, sbe, logBuffer, files), notLinked: []string{"engine"}},
+	"cluster/aeronhost":    {ours: join([]string{"cluster", "cluster/recordinglog"}, sbe, logBuffer), notLinked: []string{"engine"}},
+	// enginesvc is the one place that joins the engine and the node.
+	"cluster/enginesvc": {ours: join([]string{"cluster", "cluster/recordinglog", "engine", "snapshot", "wire"}, sbe, logBuffer, files)},
+
+	// wire: the engine's messages, shared by client and node.
+	"wire": {ours: join([]string{"engine"}, sbe)},
+	// client must not link the server stack.
+	"client": {ours: join([]string{"engine", "wire"}, sbe), notLinked: []string{"cluster/...", "archive/...", "server/...", "snapshot/..."}},
+
+	// server: the node behind a listener, above cluster.
+	"server":         {ours: join([]string{"cluster", "cluster/enginesvc", "cluster/recordinglog", "archive", "engine", "snapshot", "wire"}, sbe, logBuffer, files)},
+	"server/metrics": {ours: join([]string{"server", "cluster", "cluster/enginesvc", "cluster/recordinglog", "archive", "engine", "wire"}, sbe, files)},
+
+	// bench and cmd: everything (bench not the command).
+	"bench/...": {ours: []string{"..."}, notLinked: []string{"cmd/..."}},
+	"cmd/...":   {ours: []string{"..."}},
 }
 
-func TestImportRules(t *testing.T) {
+// match reports whether package path p (relative to the module) matches
+// pattern pat.
+func match(pat, p string) bool {
+	if pat == "..." {
+		return true
+	}
+	if base, ok := strings.CutSuffix(pat, "/..."); ok {
+		return p == base || strings.HasPrefix(p, base+"/")
+	}
+	return p == pat
+}
+
+func matchAny(pats []string, p string) bool {
+	return slices.ContainsFunc(pats, func(pat string) bool { return match(pat, p) })
+}
+
+// ruleFor returns the row for package p: its exact row, else the longest
+// pattern row that matches it.
+func ruleFor(p string) (string, rule, bool) {
+	if r, ok := rules[p]; ok {
+		return p, r, true
+	}
+	best := ""
+	for pat := range rules {
+		if strings.HasSuffix(pat, "/...") && match(pat, p) && len(pat) > len(best) {
+			best = pat
+		}
+	}
+	r, ok := rules[best]
+	return best, r, ok
+}
+
+// pkg is a package of the module as the build sees it on this platform.
+type pkg struct {
+	rel     string   // path relative to the module root ("" for the root)
+	imports []string // of its non-test files, full import paths
+	files   []string // its non-test Go files
+}
+
+// modulePackages lists every package of the module under root, with the
+// imports of its non-test files as `go list` reports them (build
+// constraints applied).
+func modulePackages(t *testing.T, root string) map[string]*pkg {
+	t.Helper()
+	pkgs := map[string]*pkg{}
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		name := d.Name()
+		if path != root && (name == "testdata" || name == "vendor" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
+			return filepath.SkipDir
+		}
+		bp, err := build.Default.ImportDir(path, 0)
+		if err != nil {
+			var noGo *build.NoGoError
+			if errors.As(err, &noGo) {
+				return nil
+			}
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		rel = filepath.ToSlash(rel)
+		p := &pkg{rel: rel, imports: bp.Imports}
+		for _, f := range bp.GoFiles {
+			p.files = append(p.files, filepath.Join(path, f))
+		}
+		pkgs[rel] = p
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pkgs) < 10 {
+		t.Fatalf("found only %d packages under %s", len(pkgs), root)
+	}
+	return pkgs
+}
+
+func repoRoot(t *testing.T) string {
+	t.Helper()
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for dir, rule := range rules {
-		files, err := filepath.Glob(filepath.Join(root, dir, "*.go"))
-		if err != nil || len(files) == 0 {
-			t.Fatalf("%s: no Go files (%v)", dir, err)
+	return root
+}
+
+// ours returns the module-relative path of import path imp, or false if
+// imp is not a package of this module.
+func ours(imp string) (string, bool) {
+	if imp == module {
+		return "", true
+	}
+	return strings.CutPrefix(imp, module+"/")
+}
+
+// TestImportRules holds every package's direct imports to its row of the
+// table, and fails for a package that has no row.
+func TestImportRules(t *testing.T) {
+	root := repoRoot(t)
+	pkgs := modulePackages(t, root)
+	checkImportRules(t, pkgs)
+}
+
+func checkImportRules(t *testing.T, pkgs map[string]*pkg) {
+	for _, p := range sortedPkgs(pkgs) {
+		row, r, ok := ruleFor(p.rel)
+		if !ok {
+			t.Errorf("package %s has no row in internal/lint's import table: add one (DESIGN.md §2 says what each layer may import)", p.rel)
+			continue
 		}
-		for _, f := range files {
-			if strings.HasSuffix(f, "_test.go") {
-				continue
+		for _, imp := range p.imports {
+			if o, ok := ours(imp); ok && !matchAny(r.ours, o) {
+				t.Errorf("%s imports %s: by the row %q it may import only %v of this module", p.rel, o, row, r.ours)
 			}
-			src, err := os.ReadFile(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			pf, err := parser.ParseFile(token.NewFileSet(), f, src, parser.ImportsOnly)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, imp := range pf.Imports {
-				path, _ := strconv.Unquote(imp.Path.Value)
-				rel, _ := filepath.Rel(root, f)
-				if ours, ok := strings.CutPrefix(path, module); ok && !slices.Contains(rule.ours, ours) {
-					t.Errorf("%s imports %s: %s may import only %v of this module", rel, path, dir, rule.ours)
-				}
-				if slices.Contains(rule.forbidden, path) {
-					t.Errorf("%s imports %s, which %s must not use", rel, path, dir)
-				}
+			if slices.Contains(r.forbidden, imp) {
+				t.Errorf("%s imports %s, which %s must not use", p.rel, imp, row)
 			}
 		}
 	}
+}
+
+// TestLinkRules checks the notLinked column: a package must not depend,
+// through any chain of the module's imports, on the packages its row
+// excludes — cluster does not link the engine, client links neither
+// cluster nor archive nor server, archive links neither engine nor
+// snapshot. It is `go list -deps` restricted to this module.
+func TestLinkRules(t *testing.T) {
+	root := repoRoot(t)
+	pkgs := modulePackages(t, root)
+	for _, p := range sortedPkgs(pkgs) {
+		_, r, ok := ruleFor(p.rel)
+		if !ok || len(r.notLinked) == 0 {
+			continue
+		}
+		t.Run(p.rel, func(t *testing.T) {
+			checkLinks(t, pkgs, p.rel, r.notLinked)
+		})
+	}
+}
+
+// TestClientLinksNoServerStack is the client's row of TestLinkRules on its
+// own: `go list -deps ./client` shows neither cluster nor archive.
+func TestClientLinksNoServerStack(t *testing.T) {
+	pkgs := modulePackages(t, repoRoot(t))
+	if pkgs["client"] == nil {
+		t.Fatal("no package client")
+	}
+	checkLinks(t, pkgs, "client", []string{"cluster/...", "archive/...", "server/..."})
+}
+
+// TestClusterLinksNoEngine: `go list -deps ./cluster` shows no engine.
+func TestClusterLinksNoEngine(t *testing.T) {
+	pkgs := modulePackages(t, repoRoot(t))
+	if pkgs["cluster"] == nil {
+		t.Fatal("no package cluster")
+	}
+	checkLinks(t, pkgs, "cluster", []string{"engine/...", "snapshot/..."})
+}
+
+// checkLinks fails for every package matching one of banned in the
+// module-internal dependency closure of from, naming the import chain.
+func checkLinks(t *testing.T, pkgs map[string]*pkg, from string, banned []string) {
+	t.Helper()
+	// Breadth-first, so each chain reported is a shortest one.
+	via := map[string]string{from: ""}
+	queue := []string{from}
+	for len(queue) > 0 {
+		cur := queue[0]
+		queue = queue[1:]
+		p := pkgs[cur]
+		if p == nil {
+			continue
+		}
+		for _, imp := range p.imports {
+			o, ok := ours(imp)
+			if !ok {
+				continue
+			}
+			if _, seen := via[o]; seen {
+				continue
+			}
+			via[o] = cur
+			queue = append(queue, o)
+		}
+	}
+	for _, dep := range slices.Sorted(maps.Keys(via)) {
+		if dep == from || !matchAny(banned, dep) {
+			continue
+		}
+		chain := []string{dep}
+		for c := via[dep]; c != ""; c = via[c] {
+			chain = append(chain, c)
+		}
+		slices.Reverse(chain)
+		t.Errorf("%s links %s, which it must not (import chain %s)", from, dep, strings.Join(chain, " -> "))
+	}
+}
+
+// TestOneLoadAvg: the load average has one reader, internal/measure; no
+// other package reads /proc/loadavg or defines its own LoadAvg.
+func TestOneLoadAvg(t *testing.T) {
+	pkgs := modulePackages(t, repoRoot(t))
+	for _, p := range sortedPkgs(pkgs) {
+		if p.rel == "internal/measure" {
+			continue
+		}
+		for _, f := range p.files {
+			af, err := parser.ParseFile(token.NewFileSet(), f, nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ast.Inspect(af, func(n ast.Node) bool {
+				switch n := n.(type) {
+				case *ast.FuncDecl:
+					if strings.EqualFold(n.Name.Name, "loadavg") {
+						t.Errorf("%s defines %s: use measure.LoadAvg", f, n.Name.Name)
+					}
+				case *ast.BasicLit:
+					if n.Kind == token.STRING {
+						if s, err := strconv.Unquote(n.Value); err == nil && strings.Contains(s, "/proc/loadavg") {
+							t.Errorf("%s reads /proc/loadavg: use measure.LoadAvg", f)
+						}
+					}
+				}
+				return true
+			})
+		}
+	}
+}
+
+func sortedPkgs(pkgs map[string]*pkg) []*pkg {
+	out := make([]*pkg, 0, len(pkgs))
+	for _, k := range slices.Sorted(maps.Keys(pkgs)) {
+		out = append(out, pkgs[k])
+	}
+	return out
 }

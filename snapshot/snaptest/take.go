@@ -15,6 +15,7 @@ import (
 	"github.com/matchlog/matchlog/engine"
 	"github.com/matchlog/matchlog/engine/enginetest"
 	"github.com/matchlog/matchlog/internal/logbuf"
+	"github.com/matchlog/matchlog/internal/stream"
 	"github.com/matchlog/matchlog/sbe/aeronclustersbe"
 	"github.com/matchlog/matchlog/snapshot"
 )
@@ -138,7 +139,7 @@ func (r *runner) snapshot(k int) error {
 		take = func(p *snapshot.Publisher) error { return p.TakeFrozen(f, marker) }
 	}
 
-	st := stream(info, take, src)
+	st := streamSnapshot(info, take, src)
 	switch {
 	case st.takeErr != nil && !errors.Is(st.takeErr, errReaderGone):
 		d := r.diverge("snapshot take failed", loadDetail(st.loadErr))
@@ -215,12 +216,12 @@ type streamed struct {
 	readerAt, writerAt int64
 }
 
-// stream writes a snapshot with take into a new log of info's geometry
+// streamSnapshot writes a snapshot with take into a new log of info's geometry
 // while a goroutine loads it from the log's image through src. The
 // publisher, when back-pressured, moves its position limit to the reader's
 // position plus the term window; each side stops when the other has
 // finished without it.
-func stream(info *SnapshotInfo, take func(*snapshot.Publisher) error, src *source) (st streamed) {
+func streamSnapshot(info *SnapshotInfo, take func(*snapshot.Publisher) error, src *source) (st streamed) {
 	l, err := logbuf.NewAt(info.Term, info.MTU, info.TermID, sessionID, streamID, info.Start)
 	if err != nil {
 		st.takeErr = err
@@ -229,7 +230,7 @@ func stream(info *SnapshotInfo, take func(*snapshot.Publisher) error, src *sourc
 	pub, img := l.Publication(), l.Image()
 	window := int64(info.Window)
 	pub.SetPositionLimit(info.Start + window)
-	src.inner = snapshot.NewImageSource(img)
+	src.inner = stream.NewImageSource(img)
 
 	var takeDone, loadDone atomic.Bool
 	type loaded struct {
@@ -268,7 +269,7 @@ func stream(info *SnapshotInfo, take func(*snapshot.Publisher) error, src *sourc
 	}()
 
 	var bo backoff
-	p, err := snapshot.NewPublisher(&snapshot.PublicationClaimer{Pub: pub}, func() error {
+	p, err := snapshot.NewPublisher(&stream.PublicationClaimer{Pub: pub}, func() error {
 		if loadDone.Load() {
 			return errReaderGone
 		}
@@ -317,7 +318,7 @@ func capture(mtu int, take func(*snapshot.Publisher) error) ([][]byte, error) {
 		}, math.MaxInt32)
 		pub.SetPositionLimit(img.Position() + window)
 	}
-	p, err := snapshot.NewPublisher(&snapshot.PublicationClaimer{Pub: pub}, func() error { drain(); return nil })
+	p, err := snapshot.NewPublisher(&stream.PublicationClaimer{Pub: pub}, func() error { drain(); return nil })
 	if err != nil {
 		return nil, err
 	}
@@ -330,9 +331,9 @@ func capture(mtu int, take func(*snapshot.Publisher) error) ([][]byte, error) {
 // fragment compared against a reference take (when ref is set) and one
 // fragment damaged on the way (a test hook).
 type source struct {
-	inner snapshot.FragmentSource
-	h     snapshot.FragmentHandler
-	fn    snapshot.FragmentHandler
+	inner stream.FragmentSource
+	h     stream.FragmentHandler
+	fn    stream.FragmentHandler
 	n     int // fragments handed over
 
 	ref      [][]byte
@@ -343,7 +344,7 @@ type source struct {
 	scratch          []byte
 }
 
-func (s *source) Poll(h snapshot.FragmentHandler, limit int) int {
+func (s *source) Poll(h stream.FragmentHandler, limit int) int {
 	if s.fn == nil {
 		s.fn = s.onFragment
 	}

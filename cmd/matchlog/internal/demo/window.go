@@ -3,9 +3,9 @@ package demo
 import (
 	"fmt"
 
-	"github.com/matchlog/matchlog/cluster/enginesvc"
 	"github.com/matchlog/matchlog/engine"
 	"github.com/matchlog/matchlog/sbe/wiresbe"
+	"github.com/matchlog/matchlog/wire"
 )
 
 // The in-flight windows.
@@ -40,7 +40,7 @@ func eventBytes() (preload, probe int) {
 		n := 0
 		var buf []byte
 		for _, ev := range e.Apply(&c) {
-			buf = enginesvc.AppendEvent(buf[:0], &ev)
+			buf = wire.AppendEvent(buf[:0], &ev)
 			n += wiresbe.FrameHeaderLength + len(buf)
 		}
 		return n

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package archive
+package archivebench
 
 // syncAll has no sync(2) to call here: the bench runs' writeback may
 // overlap.

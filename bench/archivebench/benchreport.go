@@ -1,4 +1,4 @@
-package archive
+package archivebench
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/matchlog/matchlog/archive"
 	"github.com/matchlog/matchlog/internal/logbuf"
 	"github.com/matchlog/matchlog/internal/measure"
 	"github.com/matchlog/matchlog/internal/vfs"
@@ -29,7 +30,7 @@ type BenchOptions struct {
 	// first of each recorder/raw pair alternates, so an even number of
 	// runs balances any cost of going first.
 	Runs int
-	// SegmentLength of the recordings (DefaultSegmentLength if 0).
+	// SegmentLength of the recordings (archive.DefaultSegmentLength if 0).
 	SegmentLength int32
 	// Progress, if not nil, receives a line per run.
 	Progress io.Writer
@@ -47,13 +48,14 @@ type BenchResult struct {
 // BenchResults is what BenchReport returns.
 type BenchResults struct {
 	Results []BenchResult `json:"results"`
-	// LoadAvg is /proc/loadavg (1, 5, 15 minutes) at the end of the runs,
-	// LoadAvgStart at their start; nil where unavailable.
-	LoadAvg      []float64 `json:"load_avg"`
-	LoadAvgStart []float64 `json:"load_avg_start"`
-	Bytes        int64     `json:"bytes"`
-	Runs         int       `json:"runs"`
-	NumCPU       int       `json:"num_cpu"`
+	// LoadAvg is the load average (1, 5, 15 minutes, [measure.LoadAvg])
+	// at the end of the runs, LoadAvgStart at their start; zeros where
+	// unavailable.
+	LoadAvg      [3]float64 `json:"load_avg"`
+	LoadAvgStart [3]float64 `json:"load_avg_start"`
+	Bytes        int64      `json:"bytes"`
+	Runs         int        `json:"runs"`
+	NumCPU       int        `json:"num_cpu"`
 }
 
 // Bench parameters: 8 KiB frames fill a 16 MiB term exactly (no padding),
@@ -90,13 +92,13 @@ func BenchReport(opts BenchOptions) (*BenchResults, error) {
 		opts.Runs = 4
 	}
 	if opts.SegmentLength == 0 {
-		opts.SegmentLength = DefaultSegmentLength
+		opts.SegmentLength = archive.DefaultSegmentLength
 	}
 	rig, err := NewBenchRig()
 	if err != nil {
 		return nil, err
 	}
-	res := &BenchResults{Bytes: opts.Bytes, Runs: opts.Runs, NumCPU: numCPU(), LoadAvgStart: LoadAvg()}
+	res := &BenchResults{Bytes: opts.Bytes, Runs: opts.Runs, NumCPU: numCPU(), LoadAvgStart: measure.LoadAvg()}
 	// Warm up (page cache, file system, the log's pages); not counted.
 	if _, err := rig.RecordRun(opts.Dir, opts.Bytes, opts.Blocks[0], 0, opts.SegmentLength, nil); err != nil {
 		return nil, err
@@ -154,7 +156,7 @@ func BenchReport(opts BenchOptions) (*BenchResults, error) {
 			res.Results = append(res.Results, r)
 		}
 	}
-	res.LoadAvg = LoadAvg()
+	res.LoadAvg = measure.LoadAvg()
 	return res, nil
 }
 
@@ -181,12 +183,6 @@ func sizeName(n int) string {
 }
 
 func median(v []float64) float64 { return measure.Median(v) }
-
-// LoadAvg reads the 1, 5 and 15 minute load averages ([measure.LoadAvg]).
-func LoadAvg() []float64 {
-	la := measure.LoadAvg()
-	return la[:]
-}
 
 func numCPU() int { return runtime.NumCPU() }
 
@@ -237,7 +233,7 @@ func (g *BenchRig) RecordRun(parent string, n int64, block, level int, segLen in
 		os.RemoveAll(dir)
 		syncAll()
 	}()
-	a, err := Open(vfs.Default, dir, Options{SegmentLength: segLen, FileIoMaxLength: block, FileSyncLevel: level,
+	a, err := archive.Open(vfs.Default, dir, archive.Options{SegmentLength: segLen, FileIoMaxLength: block, FileSyncLevel: level,
 		CatalogSyncLevel: level, MarkErrorBufferLength: 4096})
 	if err != nil {
 		return 0, err
@@ -245,7 +241,7 @@ func (g *BenchRig) RecordRun(parent string, n int64, block, level int, segLen in
 	img := g.log.ImageAt(g.pub.Position())
 	timed(true)
 	t0 := time.Now()
-	r, err := a.StartRecording(Source{Log: g.log, Image: img, Channel: "aeron:ipc?alias=bench"})
+	r, err := a.StartRecording(archive.Source{Log: g.log, Image: img, Channel: "aeron:ipc?alias=bench"})
 	elapsed := time.Since(t0)
 	timed(false)
 	if err != nil {

@@ -1,12 +1,26 @@
-package snapshot
+// Package stream holds the two small interfaces through which messages
+// cross a stream without fragmentation: [Claimer], the publication side
+// (one outstanding zero-copy claim, encoded in place, then committed or
+// aborted), and [FragmentSource], the subscription side (an image's Poll
+// handing over whole committed messages with the position after each).
+//
+// Both are shaped so that our log buffer (internal/logbuf, adapted by
+// [PublicationClaimer] and [ImageSource]) and lirm/aeron-go's Publication
+// and Image (adapted in cluster/aeronhost) satisfy them; the snapshot
+// publisher and loader, the node's consensus-module state and the cluster
+// services are written against them only. The package sits on the log
+// buffer and imports nothing else of ours, so that packages which move
+// messages (cluster) need not link the packages that produce them (the
+// engine behind snapshot).
+package stream
 
 import (
 	"github.com/matchlog/matchlog/internal/logbuf"
 )
 
-// Claimer is the publication side a [Publisher] writes through: one
-// outstanding claim at a time, encoded in place and then committed or
-// aborted. It is small on purpose so that both our log buffer
+// Claimer is the publication side a publisher writes through (snapshot's
+// Publisher, the consensus-module snapshot): one outstanding claim at a
+// time, encoded in place and then committed or aborted. It is small on purpose so that both our log buffer
 // ([PublicationClaimer]) and an Aeron client publication can satisfy it
 // through a thin adapter.
 type Claimer interface {
@@ -68,9 +82,10 @@ func (a *PublicationClaimer) MaxPayloadLength() int { return a.Pub.MaxPayloadLen
 // buf[offset:offset+length], and the stream position just after its frame.
 type FragmentHandler func(buf []byte, offset, length int, position int64)
 
-// FragmentSource is the subscription side a [Loader] reads through, an
-// image's Poll: it hands up to limit committed fragments, in order, to
-// handler and returns how many it handed over.
+// FragmentSource is the subscription side a loader reads through
+// (snapshot's Loader, the node's snapshot and log readers), an image's
+// Poll: it hands up to limit committed fragments, in order, to handler and
+// returns how many it handed over.
 type FragmentSource interface {
 	Poll(handler FragmentHandler, limit int) int
 }

@@ -1,4 +1,21 @@
-package enginesvc
+// Package wire is the matching engine's messages as they travel between a
+// client and a node: engine.Command and engine.Event to and from their
+// enginesbe messages (schema 7002, each with its 8-byte SBE header), plus the
+// service's own egress (Duplicate, DepthSnapshotEnd) and ingress
+// (SubscribeDepth) messages.
+//
+// Both sides use it: package client encodes commands and decodes events,
+// and the node (cluster/enginesvc, server) does the reverse, so the format
+// has one definition. The package imports only engine and sbe/enginesbe,
+// which keeps a client from linking the server stack (cluster, archive).
+//
+// Contracts: DecodeCommand and DecodeEvent are the exact inverses of
+// AppendCommand and AppendEvent; a decoder given another schema, an unknown
+// template or a block shorter than its message's returns an error, never
+// panics; CheckCommand accepts exactly one well-formed command message, as a
+// server must check before offering it to the log. Appending reuses dst's
+// capacity, so a caller reusing its buffer allocates nothing per message.
+package wire
 
 import (
 	"fmt"
@@ -69,7 +86,7 @@ func AppendCommand(dst []byte, c *engine.Command) ([]byte, error) {
 		e.Source(c.Source).Seq(c.Seq).Time(c.Time).Instrument(c.Instrument).Price(c.Price)
 		n = e.EncodedLength()
 	default:
-		return dst[:off], fmt.Errorf("enginesvc: cannot encode command kind %d", c.Kind)
+		return dst[:off], fmt.Errorf("wire: cannot encode command kind %d", c.Kind)
 	}
 	return dst[:off+enginesbe.MessageHeaderEncodedLength+n], nil
 }
@@ -82,7 +99,7 @@ func DecodeCommand(b []byte, c *engine.Command) error {
 		return err
 	}
 	if h.SchemaId() != enginesbe.SchemaID {
-		return fmt.Errorf("enginesvc: message of schema %d, want %d", h.SchemaId(), enginesbe.SchemaID)
+		return fmt.Errorf("wire: message of schema %d, want %d", h.SchemaId(), enginesbe.SchemaID)
 	}
 	*c = engine.Command{}
 	switch h.TemplateId() {
@@ -128,7 +145,7 @@ func DecodeCommand(b []byte, c *engine.Command) error {
 		}
 		*c = engine.Command{Kind: engine.CmdMarkPrice, Source: d.Source(), Seq: d.Seq(), Time: d.Time(), Instrument: d.Instrument(), Price: d.Price()}
 	default:
-		return fmt.Errorf("enginesvc: unknown command template %d", h.TemplateId())
+		return fmt.Errorf("wire: unknown command template %d", h.TemplateId())
 	}
 	return nil
 }
@@ -234,7 +251,7 @@ func DecodeEvent(b []byte, ev *engine.Event) error {
 		return err
 	}
 	if h.SchemaId() != enginesbe.SchemaID {
-		return fmt.Errorf("enginesvc: message of schema %d, want %d", h.SchemaId(), enginesbe.SchemaID)
+		return fmt.Errorf("wire: message of schema %d, want %d", h.SchemaId(), enginesbe.SchemaID)
 	}
 	*ev = engine.Event{}
 	switch h.TemplateId() {
@@ -294,7 +311,7 @@ func DecodeEvent(b []byte, ev *engine.Event) error {
 		}
 		*ev = engine.Event{Kind: engine.EvRelease, Source: d.Source(), Seq: d.Seq(), Instrument: d.Instrument()}
 	default:
-		return fmt.Errorf("enginesvc: unknown event template %d", h.TemplateId())
+		return fmt.Errorf("wire: unknown event template %d", h.TemplateId())
 	}
 	return nil
 }
@@ -373,10 +390,10 @@ func DecodeDepthSnapshotEnd(b []byte) (source, seq uint64, instrument uint32, le
 func CheckCommand(b []byte) (source uint64, err error) {
 	h, err := enginesbe.WrapMessageHeader(b, 0)
 	if err != nil {
-		return 0, fmt.Errorf("enginesvc: command of %d bytes is shorter than a message header", len(b))
+		return 0, fmt.Errorf("wire: command of %d bytes is shorter than a message header", len(b))
 	}
 	if h.SchemaId() != enginesbe.SchemaID {
-		return 0, fmt.Errorf("enginesvc: message of schema %d, want %d", h.SchemaId(), enginesbe.SchemaID)
+		return 0, fmt.Errorf("wire: message of schema %d, want %d", h.SchemaId(), enginesbe.SchemaID)
 	}
 	var want int
 	switch h.TemplateId() {
@@ -395,14 +412,14 @@ func CheckCommand(b []byte) (source uint64, err error) {
 	case enginesbe.SubscribeDepthTemplateID:
 		want = enginesbe.SubscribeDepthBlockLength
 	default:
-		return 0, fmt.Errorf("enginesvc: template %d of schema %d is not a command", h.TemplateId(), enginesbe.SchemaID)
+		return 0, fmt.Errorf("wire: template %d of schema %d is not a command", h.TemplateId(), enginesbe.SchemaID)
 	}
 	bl := int(h.BlockLength())
 	if bl < want {
-		return 0, fmt.Errorf("enginesvc: command template %d with block length %d, want at least %d", h.TemplateId(), bl, want)
+		return 0, fmt.Errorf("wire: command template %d with block length %d, want at least %d", h.TemplateId(), bl, want)
 	}
 	if len(b) != enginesbe.MessageHeaderEncodedLength+bl {
-		return 0, fmt.Errorf("enginesvc: command template %d of %d bytes, its header says %d", h.TemplateId(), len(b), enginesbe.MessageHeaderEncodedLength+bl)
+		return 0, fmt.Errorf("wire: command template %d of %d bytes, its header says %d", h.TemplateId(), len(b), enginesbe.MessageHeaderEncodedLength+bl)
 	}
 	// Every command starts with its uint64 source.
 	return uint64(b[8]) | uint64(b[9])<<8 | uint64(b[10])<<16 | uint64(b[11])<<24 |

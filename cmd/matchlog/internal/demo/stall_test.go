@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/matchlog/matchlog/internal/demo"
+	"github.com/matchlog/matchlog/cmd/matchlog/internal/demo"
 	"github.com/matchlog/matchlog/internal/vfs"
 )
 

@@ -1,4 +1,4 @@
-package enginesvc_test
+package clusterbench_test
 
 import (
 	"flag"
@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/matchlog/matchlog/bench/clusterbench"
 	"github.com/matchlog/matchlog/cluster"
-	"github.com/matchlog/matchlog/cluster/enginesvc"
 )
 
 var (
@@ -32,7 +32,7 @@ func intList(tb testing.TB, s string) []int {
 	return out
 }
 
-// BenchmarkPauseReport runs enginesvc.PauseReport for every combination of
+// BenchmarkPauseReport runs clusterbench.PauseReport for every combination of
 // -pausereport.orders, -pausereport.sync, -pausereport.block and both
 // snapshot modes. The default book is small, for a quick run; the issue's
 // matrix is
@@ -45,12 +45,12 @@ func BenchmarkPauseReport(b *testing.B) {
 		for _, sync := range intList(b, *reportSync) {
 			for _, block := range intList(b, *reportBlock) {
 				for _, mode := range []cluster.SnapshotMode{cluster.Pauseless, cluster.StopTheWorld} {
-					name := fmt.Sprintf("orders=%d/%s/sync=%d/block=%d", orders, enginesvc.ModeName(mode), sync, block)
+					name := fmt.Sprintf("orders=%d/%s/sync=%d/block=%d", orders, clusterbench.ModeName(mode), sync, block)
 					b.Run(name, func(b *testing.B) {
-						var r *enginesvc.PauseResult
+						var r *clusterbench.PauseResult
 						for i := 0; i < b.N; i++ {
 							var err error
-							r, err = enginesvc.PauseReport(enginesvc.PauseOptions{Orders: orders, Mode: mode, SyncLevel: sync,
+							r, err = clusterbench.PauseReport(clusterbench.PauseOptions{Orders: orders, Mode: mode, SyncLevel: sync,
 								BlockLength: block, Rate: *reportRate, Dir: b.TempDir()})
 							if err != nil {
 								b.Fatal(err)
@@ -71,9 +71,9 @@ func BenchmarkPauseReport(b *testing.B) {
 
 // TestPauseReport runs a tiny report of each mode.
 func TestPauseReport(t *testing.T) {
-	var rs []*enginesvc.PauseResult
+	var rs []*clusterbench.PauseResult
 	for _, mode := range []cluster.SnapshotMode{cluster.Pauseless, cluster.StopTheWorld} {
-		r, err := enginesvc.PauseReport(enginesvc.PauseOptions{Orders: 3000, Mode: mode, SyncLevel: 0, Rate: 5000,
+		r, err := clusterbench.PauseReport(clusterbench.PauseOptions{Orders: 3000, Mode: mode, SyncLevel: 0, Rate: 5000,
 			Baseline: 50 * time.Millisecond, Lead: 20 * time.Millisecond, Tail: 20 * time.Millisecond, Dir: t.TempDir()})
 		if err != nil {
 			t.Fatal(err)
@@ -84,6 +84,6 @@ func TestPauseReport(t *testing.T) {
 		rs = append(rs, r)
 	}
 	if testing.Verbose() {
-		enginesvc.WritePauseTable(os.Stdout, rs)
+		clusterbench.WritePauseTable(os.Stdout, rs)
 	}
 }

@@ -1,4 +1,4 @@
-package enginesvc
+package clusterbench
 
 import (
 	"errors"
@@ -15,9 +15,11 @@ import (
 	"time"
 
 	"github.com/matchlog/matchlog/cluster"
+	"github.com/matchlog/matchlog/cluster/enginesvc"
 	"github.com/matchlog/matchlog/engine"
 	"github.com/matchlog/matchlog/internal/measure"
 	"github.com/matchlog/matchlog/internal/vfs"
+	"github.com/matchlog/matchlog/wire"
 )
 
 // PauseOptions configure PauseReport: one node, one book, one snapshot.
@@ -157,9 +159,6 @@ func ModeName(m cluster.SnapshotMode) string {
 	return "pauseless"
 }
 
-// LoadAvg is the 1-minute load average (0 when unknown).
-func LoadAvg() float64 { return measure.LoadAvg()[0] }
-
 // bookGen generates the commands that grow a non-crossing book on 8
 // instruments (bids 5,001..10,000, asks 10,001..15,000), from source 1.
 type bookGen struct {
@@ -248,7 +247,7 @@ func PauseReport(o PauseOptions) (*PauseResult, error) {
 		seqBase  uint64
 		counting bool
 	)
-	svc := New(Options{Workers: o.Workers})
+	svc := enginesvc.New(enginesvc.Options{Workers: o.Workers})
 	var fsys vfs.FS = vfs.Default
 	res.YieldEvery, res.Nice = o.YieldEvery, o.Nice
 	if res.Nice == 0 {
@@ -272,10 +271,10 @@ func PauseReport(o PauseOptions) (*PauseResult, error) {
 		TermLength: 16 << 20, SegmentLength: 128 << 20, BlockLength: o.BlockLength, MTU: 8192, MaxBatch: 4096,
 		SnapshotTermLength: o.SnapshotTermLength, SnapshotYieldEvery: o.YieldEvery, SnapshotNice: o.Nice,
 		Egress: func(_ int64, msg []byte) {
-			if !counting || EventKind(msg) != engine.EvRelease {
+			if !counting || wire.EventKind(msg) != engine.EvRelease {
 				return
 			}
-			if _, seq, err := DecodeRelease(msg); err == nil && seq > seqBase && seq-seqBase <= uint64(len(released)) {
+			if _, seq, err := wire.DecodeRelease(msg); err == nil && seq > seqBase && seq-seqBase <= uint64(len(released)) {
 				released[seq-seqBase-1] = time.Now()
 			}
 		},
@@ -323,7 +322,7 @@ func PauseReport(o PauseOptions) (*PauseResult, error) {
 	var buf []byte
 	offer := func() error {
 		var err error
-		if buf, err = AppendCommand(buf[:0], &c); err != nil {
+		if buf, err = wire.AppendCommand(buf[:0], &c); err != nil {
 			return err
 		}
 		return node.Offer(sess, buf)
@@ -359,7 +358,7 @@ func PauseReport(o PauseOptions) (*PauseResult, error) {
 		progress("preload: %d resting orders (want %d)", got, o.Orders)
 	}
 	runtime.GC()
-	res.LoadAvg = LoadAvg()
+	res.LoadAvg = measure.LoadAvg()[0]
 	progress("preloaded %d orders in %.1fs; load average %.2f", o.Orders, res.PreloadSecs, res.LoadAvg)
 
 	every := time.Second / time.Duration(o.Rate)
@@ -471,7 +470,7 @@ func PauseReport(o PauseOptions) (*PauseResult, error) {
 		res.TargetMs = res.NoSnapshotP99Ms + 1
 	}
 	res.Met = res.PauseMsMax <= res.TargetMs
-	res.LoadAvgEnd = LoadAvg()
+	res.LoadAvgEnd = measure.LoadAvg()[0]
 	closed = true
 	if err := node.Close(); err != nil {
 		return nil, err

@@ -1,10 +1,12 @@
-package archive
+package archivebench
 
 import (
 	"fmt"
 	"os"
 	"strconv"
 	"testing"
+
+	"github.com/matchlog/matchlog/archive"
 )
 
 // benchBytes is what one benchmark iteration records (and writes raw):
@@ -36,7 +38,7 @@ func BenchmarkRecord(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
 					b.StopTimer()
-					if _, err := rig.RecordRun(dir, n, block, level, DefaultSegmentLength, timer(b)); err != nil {
+					if _, err := rig.RecordRun(dir, n, block, level, archive.DefaultSegmentLength, timer(b)); err != nil {
 						b.Fatal(err)
 					}
 					b.StartTimer()

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/matchlog/matchlog/internal/demo"
+	"github.com/matchlog/matchlog/cmd/matchlog/internal/demo"
 )
 
 // TestDemoSmall runs the whole demo on a small book: both snapshots, the
