@@ -79,7 +79,7 @@ func TestDemoStallOutsideWindows(t *testing.T) {
 	const delay = 150 * time.Millisecond
 	fs := &slowSyncFS{FS: vfs.Default, delay: delay}
 	prog := &armOnProbes{fs: fs, after: 150 * time.Millisecond}
-	opts := demo.Options{Orders: 5_000, Instruments: 2, Rate: 1000, SyncLevel: 1, Baseline: time.Second,
+	opts := demo.Options{Orders: 5_000, Instruments: 2, Rate: 1000, SyncLevel: new(1), Baseline: time.Second,
 		Gap: 200 * time.Millisecond, Settle: 50 * time.Millisecond, FS: fs, Progress: prog,
 		Dir: filepath.Join(t.TempDir(), "node")}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
