@@ -405,54 +405,53 @@ func (f *crashFile) SyncAll() error { f.fs.call(); return f.File.SyncAll() }
 // (files below the start are only orphans), and finishing the delete
 // leaves an archive Verify accepts.
 func TestRemoveCrash(t *testing.T) {
-	for _, level := range []int{0, 1, 2} {
-		t.Run(fmt.Sprintf("sync=%d", level), func(t *testing.T) {
-			mem := vfs.NewMem()
-			if err := mem.MkdirAll("arch"); err != nil {
-				t.Fatal(err)
+	suite{}.run(t, func(t *testing.T, sc suiteCase) {
+		level := sc.Level
+		mem := vfs.NewMem()
+		if err := mem.MkdirAll("arch"); err != nil {
+			t.Fatal(err)
+		}
+		if err := mem.SyncDir("/"); err != nil {
+			t.Fatal(err)
+		}
+		clock := &testClock{ms: 1_700_000_000_000}
+		// The data is recorded and synced at level 1 first, so that
+		// whatever a crash loses at level 0 is the removal's doing.
+		a := openTest(t, mem, "arch", removeOptions(1, clock.now))
+		r, h := recordTerms(t, a, 4096, 10, nil)
+		id, stop := r.ID(), r.Position()
+		if err := a.Close(); err != nil {
+			t.Fatal(err)
+		}
+		rng := rand.New(rand.NewPCG(uint64(level), 9))
+		cfs := &crashFS{FS: mem}
+		crashes := 0
+		cfs.hook = func() {
+			crashes++
+			clone := mem.CrashClone(vfs.CrashCloneConfig{UnsyncedDataPercent: rng.IntN(101), Rand: rand.New(rand.NewPCG(uint64(crashes), 1))})
+			checkRemoveCrash(t, clone, level, id, stop, h.frames, clock.ms+DefaultMarkTimeout.Milliseconds()+1)
+		}
+		opts := removeOptions(level, clock.now)
+		opts.DeleteDelay = -1
+		a = openTest(t, cfs, "arch", opts)
+		steps := []func() error{
+			func() error { return a.Detach(id, 2*rmSeg) },
+			func() error { _, err := a.DeleteDetached(id); return err },
+			func() error { _, err := a.DeleteStep(); return err },
+			func() error { _, err := a.Purge(id, 3*rmSeg); return err }, // refused: delete in progress
+			func() error { _, err := a.DrainDeletes(false); return err },
+			func() error { _, err := a.Purge(id, 4*rmSeg); return err },
+			func() error { _, err := a.DeleteStep(); return err },
+			func() error { return a.Close() },
+		}
+		for i, step := range steps {
+			if err := step(); err != nil && !(i == 3 && errors.Is(err, ErrDeleteInProgress)) {
+				t.Fatalf("step %d: %v", i, err)
 			}
-			if err := mem.SyncDir("/"); err != nil {
-				t.Fatal(err)
-			}
-			clock := &testClock{ms: 1_700_000_000_000}
-			// The data is recorded and synced at level 1 first, so that
-			// whatever a crash loses at level 0 is the removal's doing.
-			a := openTest(t, mem, "arch", removeOptions(1, clock.now))
-			r, h := recordTerms(t, a, 4096, 10, nil)
-			id, stop := r.ID(), r.Position()
-			if err := a.Close(); err != nil {
-				t.Fatal(err)
-			}
-			rng := rand.New(rand.NewPCG(uint64(level), 9))
-			cfs := &crashFS{FS: mem}
-			crashes := 0
-			cfs.hook = func() {
-				crashes++
-				clone := mem.CrashClone(vfs.CrashCloneConfig{UnsyncedDataPercent: rng.IntN(101), Rand: rand.New(rand.NewPCG(uint64(crashes), 1))})
-				checkRemoveCrash(t, clone, level, id, stop, h.frames, clock.ms+DefaultMarkTimeout.Milliseconds()+1)
-			}
-			opts := removeOptions(level, clock.now)
-			opts.DeleteDelay = -1
-			a = openTest(t, cfs, "arch", opts)
-			steps := []func() error{
-				func() error { return a.Detach(id, 2*rmSeg) },
-				func() error { _, err := a.DeleteDetached(id); return err },
-				func() error { _, err := a.DeleteStep(); return err },
-				func() error { _, err := a.Purge(id, 3*rmSeg); return err }, // refused: delete in progress
-				func() error { _, err := a.DrainDeletes(false); return err },
-				func() error { _, err := a.Purge(id, 4*rmSeg); return err },
-				func() error { _, err := a.DeleteStep(); return err },
-				func() error { return a.Close() },
-			}
-			for i, step := range steps {
-				if err := step(); err != nil && !(i == 3 && errors.Is(err, ErrDeleteInProgress)) {
-					t.Fatalf("step %d: %v", i, err)
-				}
-			}
-			cfs.hook()
-			t.Logf("%d crash points", crashes)
-		})
-	}
+		}
+		cfs.hook()
+		t.Logf("%d crash points", crashes)
+	})
 }
 
 func checkRemoveCrash(t *testing.T, fs *vfs.MemFS, level int, id, stop int64, frames []published, nowMs int64) {
