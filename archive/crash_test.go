@@ -236,30 +236,21 @@ func scriptedRun(t *testing.T, fs vfs.FS, opts Options) (err error) {
 	return r2.Stop()
 }
 
-// syncHookFS calls a hook before every Sync or SyncAll of a segment file,
+// syncHookFS is an injector that calls hook before every Sync or SyncAll,
 // that is between a block's write and its sync.
 type syncHookFS struct {
-	vfs.FS
+	*vfs.Injector
 	hook func(name string)
 }
 
-type syncHookFile struct {
-	vfs.File
-	fs *syncHookFS
+func newSyncHookFS(fs vfs.FS) *syncHookFS {
+	s := &syncHookFS{}
+	s.Injector = vfs.NewInjector(fs, 0, -1).Hook(vfs.Hook{Ops: vfs.Ops(vfs.OpSync), Before: func(_ vfs.Op, name string) error {
+		s.hook(name)
+		return nil
+	}})
+	return s
 }
-
-func (s *syncHookFS) wrap(f vfs.File, err error) (vfs.File, error) {
-	if err != nil {
-		return nil, err
-	}
-	return &syncHookFile{File: f, fs: s}, nil
-}
-
-func (s *syncHookFS) Create(name string) (vfs.File, error) { return s.wrap(s.FS.Create(name)) }
-func (s *syncHookFS) OpenRW(name string) (vfs.File, error) { return s.wrap(s.FS.OpenRW(name)) }
-
-func (f *syncHookFile) Sync() error    { f.fs.hook(f.Name()); return f.File.Sync() }
-func (f *syncHookFile) SyncAll() error { f.fs.hook(f.Name()); return f.File.SyncAll() }
 
 // TestCrashTornBlock crashes between a block's write and its sync, keeps
 // the unsynced block and tears it at a random byte, as a power cut during
@@ -275,7 +266,7 @@ func TestCrashTornBlock(t *testing.T) {
 			if err := mem.MkdirAll("arch"); err != nil {
 				t.Fatal(err)
 			}
-			fs := &syncHookFS{FS: mem}
+			fs := newSyncHookFS(mem)
 			var r *Recording
 			var h *harness
 			clock := &testClock{ms: 1_700_000_000_000}

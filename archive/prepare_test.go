@@ -85,52 +85,39 @@ func TestPreparedSegment(t *testing.T) {
 	}
 }
 
-// prepHookFS calls hook before a prepared segment is created and around
-// its preallocation, on the preparer's goroutine; fail, if set, fails that
-// operation (or the prepared file's sync).
+// prepHookFS is an injector that calls hook before a prepared segment is
+// created and around its preallocation, on the preparer's goroutine; fail,
+// if set, fails that operation (or the prepared file's sync).
 type prepHookFS struct {
-	vfs.FS
+	*vfs.Injector
 	hook func()
 	fail vfs.Op
 }
 
 var errPrep = fmt.Errorf("prepare: %w", vfs.ErrInjected)
 
-type prepHookFile struct {
-	vfs.File
-	fs *prepHookFS
-}
-
-func (s *prepHookFS) Create(name string) (vfs.File, error) {
-	if !strings.HasSuffix(name, PreparedSuffix) {
-		return s.FS.Create(name)
-	}
-	s.hook()
-	if s.fail == vfs.OpCreate {
-		return nil, errPrep
-	}
-	f, err := s.FS.Create(name)
-	if err != nil {
-		return nil, err
-	}
-	return &prepHookFile{File: f, fs: s}, nil
-}
-
-func (f *prepHookFile) Preallocate(n int64) error {
-	f.fs.hook()
-	if f.fs.fail == vfs.OpPreallocate {
-		return errPrep
-	}
-	err := f.File.Preallocate(n)
-	f.fs.hook()
-	return err
-}
-
-func (f *prepHookFile) Sync() error {
-	if f.fs.fail == vfs.OpSync {
-		return errPrep
-	}
-	return f.File.Sync()
+func newPrepHookFS(fs vfs.FS, fail vfs.Op) *prepHookFS {
+	s := &prepHookFS{fail: fail}
+	prepared := func(name string) bool { return strings.HasSuffix(name, PreparedSuffix) }
+	s.Injector = vfs.NewInjector(fs, 0, -1).Hook(vfs.Hook{Ops: vfs.Ops(vfs.OpCreate, vfs.OpPreallocate, vfs.OpSync),
+		Before: func(op vfs.Op, name string) error {
+			if !prepared(name) {
+				return nil
+			}
+			if op != vfs.OpSync {
+				s.hook()
+			}
+			if s.fail == op {
+				return errPrep
+			}
+			return nil
+		},
+		After: func(op vfs.Op, name string, _ vfs.File, _ error) {
+			if op == vfs.OpPreallocate && prepared(name) {
+				s.hook()
+			}
+		}})
+	return s
 }
 
 // TestCrashWhilePreparing takes crash clones while the next segment is
@@ -151,7 +138,7 @@ func TestCrashWhilePreparing(t *testing.T) {
 			crashes []crash
 			seed    atomic.Uint64
 		)
-		fs := &prepHookFS{FS: mem, fail: vfs.OpMkdir}
+		fs := newPrepHookFS(mem, vfs.OpMkdir)
 		fs.hook = func() {
 			r := cur.Load()
 			if r == nil {
@@ -223,7 +210,8 @@ func TestCrashWhilePreparing(t *testing.T) {
 func TestPrepareErrorSurfaces(t *testing.T) {
 	for _, op := range []vfs.Op{vfs.OpCreate, vfs.OpPreallocate, vfs.OpSync} {
 		mem := vfs.NewMem()
-		in := &prepHookFS{FS: mem, hook: func() {}, fail: op}
+		in := newPrepHookFS(mem, op)
+		in.hook = func() {}
 		clock := &testClock{ms: 1_700_000_000_000}
 		opts := crashOptions(1, 64<<10, clock.now)
 		a, err := Open(in, "arch", opts)
