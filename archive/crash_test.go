@@ -259,7 +259,8 @@ func newSyncHookFS(fs vfs.FS) *syncHookFS {
 // kept replays as published.
 func TestCrashTornBlock(t *testing.T) {
 	torn := 0
-	for level := 1; level <= 2; level++ {
+	suite{Levels: []int{1, 2}}.run(t, func(t *testing.T, sc suiteCase) {
+		level := sc.Level
 		for seed := range uint64(3) {
 			rng := rand.New(rand.NewPCG(seed, uint64(level)))
 			mem := vfs.NewMem()
@@ -301,7 +302,7 @@ func TestCrashTornBlock(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-	}
+	})
 	if torn == 0 {
 		t.Fatal("no crash left a torn tail")
 	}

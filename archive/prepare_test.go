@@ -36,7 +36,8 @@ func prepNames(t *testing.T, fs vfs.FS, dir string) []string {
 // removed at Stop; a stop on a segment boundary still leaves Aeron's empty
 // following segment and nothing else.
 func TestPreparedSegment(t *testing.T) {
-	for level := range 3 {
+	suite{}.run(t, func(t *testing.T, sc suiteCase) {
+		level := sc.Level
 		mem := vfs.NewMem()
 		clock := &testClock{ms: 1_700_000_000_000}
 		opts := crashOptions(level, 64<<10, clock.now)
@@ -82,7 +83,7 @@ func TestPreparedSegment(t *testing.T) {
 		if err := a.Close(); err != nil {
 			t.Fatal(err)
 		}
-	}
+	})
 }
 
 // prepHookFS is an injector that calls hook before a prepared segment is
@@ -129,7 +130,8 @@ func TestCrashWhilePreparing(t *testing.T) {
 		fs       *vfs.MemFS
 		recorded int64
 	}
-	for level := range 3 {
+	suite{}.run(t, func(t *testing.T, sc suiteCase) {
+		level := sc.Level
 		fs0, _ := fsCases[1].make(t)
 		mem := fs0.(*vfs.MemFS)
 		var (
@@ -202,7 +204,7 @@ func TestCrashWhilePreparing(t *testing.T) {
 		if withPrep == 0 {
 			t.Fatalf("sync %d: no crash clone held a prepared file", level)
 		}
-	}
+	})
 }
 
 // TestPrepareErrorSurfaces: a failure of the background preparation is the
