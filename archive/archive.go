@@ -20,18 +20,11 @@ import (
 //
 // At file sync level >= 1 every block costs one sync, and a sync costs a
 // near-fixed latency (a device flush, plus a journal commit at level 2)
-// whatever the block size, so with small blocks the syncs set the pace.
-// The snapshot study (shared/seeds/003 §10) found Aeron's per-block fsync,
-// not encoding, setting the client pause at sync level 2 until the block
-// went from 1 MB to 16 MB (5M orders on gp3 at 1,000 MB/s: take 1.9 s ->
-// 0.24 s, client pause 2.4 s -> 0.8 s). BenchReport (matchlog bench
-// archive) measures it here: on this 2-core VM (ext4 on a virtual disk,
-// load average 0.8-1.4, 256 MiB per run, three reports of 7 runs each) the
-// recorder at sync level 2 wrote 1.26-1.42 GB/s with 1 MiB blocks against
-// 1.77-1.81 GB/s with 16 MiB blocks (level 1: 1.13-1.38 against 1.67-1.95
-// GB/s), within 0.86-1.09 of raw synced writes of the same blocks. The gain
-// is smaller than on gp3 because this disk's flush is cheap; the slower
-// the flush, the more the block size matters. A 16 MiB block keeps full
+// whatever the block size, so with small blocks the syncs set the pace:
+// with Aeron's per-block fsync at sync level 2 the block size, not
+// encoding, sets the client pause of a large snapshot. `matchlog bench
+// archive` compares 1 MiB and 16 MiB blocks on the machine it runs on (docs/performance.md has the figures); the slower the device's
+// flush, the more the block size matters. A 16 MiB block keeps full
 // per-block durability and removes most of the syncs; the cost is that up
 // to one block of the log is waiting to be made durable at a time.
 const DefaultFileIoMaxLength = 16 * 1024 * 1024

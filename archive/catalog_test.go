@@ -47,7 +47,8 @@ func newRecordingFrom(d RecordingDescriptor) NewRecording {
 // compares the whole file byte for byte with the one Aeron wrote.
 func TestCatalogReproducesFixture(t *testing.T) {
 	want, entries := fixtureCatalog(t)
-	for _, level := range []int{0, 1, 2} {
+	suite{}.run(t, func(t *testing.T, sc suiteCase) {
+		level := sc.Level
 		f := &memFile{name: "new"}
 		c, err := CreateCatalog(f, CatalogOptions{Capacity: int64(len(want)), SyncLevel: level})
 		if err != nil {
@@ -67,7 +68,7 @@ func TestCatalogReproducesFixture(t *testing.T) {
 		if i := firstDiff(f.b, want); i >= 0 {
 			t.Fatalf("level %d: differs from Aeron's catalog at offset %d: %x vs %x", level, i, f.b[i:min(i+16, len(f.b))], want[i:min(i+16, len(want))])
 		}
-	}
+	})
 }
 
 // TestCatalogAgainstAeronGo decodes a catalog we wrote with lirm/aeron-go's

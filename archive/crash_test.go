@@ -27,15 +27,13 @@ func TestCrashRecovery(t *testing.T) {
 	if testing.Short() {
 		seeds = 2
 	}
-	for level := range 3 {
-		for _, block := range []int{64 << 10, 256 << 10} {
-			for seed := range seeds {
-				t.Run(fmt.Sprintf("sync=%d/block=%d/seed=%d", level, block, seed), func(t *testing.T) {
-					testCrash(t, level, block, uint64(seed))
-				})
-			}
+	suite{Blocks: []int{64 << 10, 256 << 10}}.run(t, func(t *testing.T, sc suiteCase) {
+		for seed := range seeds {
+			t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+				testCrash(t, sc.Level, sc.Block, uint64(seed))
+			})
 		}
-	}
+	})
 }
 
 func testCrash(t *testing.T, level, block int, seed uint64) {
@@ -149,63 +147,62 @@ func TestInjectedErrors(t *testing.T) {
 	if testing.Short() {
 		levels = []int{1}
 	}
-	for _, level := range levels {
-		t.Run(fmt.Sprintf("sync=%d", level), func(t *testing.T) {
-			for i := int64(0); ; i++ {
-				base := vfs.NewMem()
-				if err := base.MkdirAll("arch"); err != nil {
-					t.Fatal(err)
-				}
-				inj := vfs.NewInjector(base, vfs.AllOps, i)
-				clock := &testClock{ms: 1_700_000_000_000}
-				err := scriptedRun(t, inj, crashOptions(level, 64<<10, clock.now))
-				injected := inj.Injected()
-				if injected == nil {
-					if err != nil {
-						t.Fatalf("run without injection failed: %v", err)
-					}
-					t.Logf("%d failure points", i)
-					return
-				}
-				if err == nil {
-					var ie *vfs.InjectedError
-					if errors.As(injected, &ie) && (ie.Op == vfs.OpRead || ie.Op == vfs.OpOpen || ie.Op == vfs.OpStat || ie.Op == vfs.OpList) {
-						// A failed read of something advisory (an old mark file,
-						// an index) is handled by starting afresh.
-					} else {
-						t.Fatalf("op %d (%v): run succeeded", i, injected)
-					}
-				} else if !errors.Is(err, vfs.ErrInjected) {
-					t.Fatalf("op %d (%v): error does not wrap the injected one: %v", i, injected, err)
-				}
-				clock.ms += DefaultMarkTimeout.Milliseconds() + 1
-				a, err := Open(base, "arch", crashOptions(level, 64<<10, clock.now))
+	suite{Levels: levels}.run(t, func(t *testing.T, sc suiteCase) {
+		level := sc.Level
+		for i := int64(0); ; i++ {
+			base := vfs.NewMem()
+			if err := base.MkdirAll("arch"); err != nil {
+				t.Fatal(err)
+			}
+			inj := vfs.NewInjector(base, vfs.AllOps, i)
+			clock := &testClock{ms: 1_700_000_000_000}
+			err := scriptedRun(t, inj, crashOptions(level, 64<<10, clock.now))
+			injected := inj.Injected()
+			if injected == nil {
 				if err != nil {
-					t.Fatalf("op %d (%v): reopen: %v", i, injected, err)
+					t.Fatalf("run without injection failed: %v", err)
 				}
-				for _, d := range a.ListRecordings() {
-					if d.StopPosition == NullPosition {
-						t.Fatalf("op %d (%v): recording %d not settled", i, injected, d.RecordingID)
-					}
-					if _, err := a.Replay(d.RecordingID, d.StartPosition, NullPosition, func(int64, []byte) error { return nil }); err != nil {
-						t.Fatalf("op %d (%v): replay: %v", i, injected, err)
-					}
+				t.Logf("%d failure points", i)
+				return
+			}
+			if err == nil {
+				var ie *vfs.InjectedError
+				if errors.As(injected, &ie) && (ie.Op == vfs.OpRead || ie.Op == vfs.OpOpen || ie.Op == vfs.OpStat || ie.Op == vfs.OpList) {
+					// A failed read of something advisory (an old mark file,
+					// an index) is handled by starting afresh.
+				} else {
+					t.Fatalf("op %d (%v): run succeeded", i, injected)
 				}
-				if err := a.Close(); err != nil {
-					t.Fatal(err)
+			} else if !errors.Is(err, vfs.ErrInjected) {
+				t.Fatalf("op %d (%v): error does not wrap the injected one: %v", i, injected, err)
+			}
+			clock.ms += DefaultMarkTimeout.Milliseconds() + 1
+			a, err := Open(base, "arch", crashOptions(level, 64<<10, clock.now))
+			if err != nil {
+				t.Fatalf("op %d (%v): reopen: %v", i, injected, err)
+			}
+			for _, d := range a.ListRecordings() {
+				if d.StopPosition == NullPosition {
+					t.Fatalf("op %d (%v): recording %d not settled", i, injected, d.RecordingID)
 				}
-				rep, err := Verify(base, "arch", VerifyOptions{AllSegments: true})
-				if err != nil {
-					t.Fatalf("op %d (%v): verify: %v", i, injected, err)
-				}
-				for _, rr := range rep.Recordings {
-					if rr.Status != StatusOK {
-						t.Fatalf("op %d (%v): recording %d: %v %v", i, injected, rr.RecordingID, rr.Status, rr.Problems)
-					}
+				if _, err := a.Replay(d.RecordingID, d.StartPosition, NullPosition, func(int64, []byte) error { return nil }); err != nil {
+					t.Fatalf("op %d (%v): replay: %v", i, injected, err)
 				}
 			}
-		})
-	}
+			if err := a.Close(); err != nil {
+				t.Fatal(err)
+			}
+			rep, err := Verify(base, "arch", VerifyOptions{AllSegments: true})
+			if err != nil {
+				t.Fatalf("op %d (%v): verify: %v", i, injected, err)
+			}
+			for _, rr := range rep.Recordings {
+				if rr.Status != StatusOK {
+					t.Fatalf("op %d (%v): recording %d: %v %v", i, injected, rr.RecordingID, rr.Status, rr.Problems)
+				}
+			}
+		}
+	})
 }
 
 // scriptedRun opens an archive, records about three terms, stops, extends
@@ -239,30 +236,21 @@ func scriptedRun(t *testing.T, fs vfs.FS, opts Options) (err error) {
 	return r2.Stop()
 }
 
-// syncHookFS calls a hook before every Sync or SyncAll of a segment file,
+// syncHookFS is an injector that calls hook before every Sync or SyncAll,
 // that is between a block's write and its sync.
 type syncHookFS struct {
-	vfs.FS
+	*vfs.Injector
 	hook func(name string)
 }
 
-type syncHookFile struct {
-	vfs.File
-	fs *syncHookFS
+func newSyncHookFS(fs vfs.FS) *syncHookFS {
+	s := &syncHookFS{}
+	s.Injector = vfs.NewInjector(fs, 0, -1).Hook(vfs.Hook{Ops: vfs.Ops(vfs.OpSync), Before: func(_ vfs.Op, name string) error {
+		s.hook(name)
+		return nil
+	}})
+	return s
 }
-
-func (s *syncHookFS) wrap(f vfs.File, err error) (vfs.File, error) {
-	if err != nil {
-		return nil, err
-	}
-	return &syncHookFile{File: f, fs: s}, nil
-}
-
-func (s *syncHookFS) Create(name string) (vfs.File, error) { return s.wrap(s.FS.Create(name)) }
-func (s *syncHookFS) OpenRW(name string) (vfs.File, error) { return s.wrap(s.FS.OpenRW(name)) }
-
-func (f *syncHookFile) Sync() error    { f.fs.hook(f.Name()); return f.File.Sync() }
-func (f *syncHookFile) SyncAll() error { f.fs.hook(f.Name()); return f.File.SyncAll() }
 
 // TestCrashTornBlock crashes between a block's write and its sync, keeps
 // the unsynced block and tears it at a random byte, as a power cut during
@@ -271,14 +259,15 @@ func (f *syncHookFile) SyncAll() error { f.fs.hook(f.Name()); return f.File.Sync
 // kept replays as published.
 func TestCrashTornBlock(t *testing.T) {
 	torn := 0
-	for level := 1; level <= 2; level++ {
+	suite{Levels: []int{1, 2}}.run(t, func(t *testing.T, sc suiteCase) {
+		level := sc.Level
 		for seed := range uint64(3) {
 			rng := rand.New(rand.NewPCG(seed, uint64(level)))
 			mem := vfs.NewMem()
 			if err := mem.MkdirAll("arch"); err != nil {
 				t.Fatal(err)
 			}
-			fs := &syncHookFS{FS: mem}
+			fs := newSyncHookFS(mem)
 			var r *Recording
 			var h *harness
 			clock := &testClock{ms: 1_700_000_000_000}
@@ -313,7 +302,7 @@ func TestCrashTornBlock(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-	}
+	})
 	if torn == 0 {
 		t.Fatal("no crash left a torn tail")
 	}

@@ -13,7 +13,8 @@ import (
 // every added recording survives intact; with level 0 reopening gives the
 // catalog or a clean error.
 func TestCatalogCrashMemFS(t *testing.T) {
-	for _, level := range []int{0, 1, 2} {
+	suite{}.run(t, func(t *testing.T, sc suiteCase) {
+		level := sc.Level
 		for seed := range uint64(30) {
 			r := rand.New(rand.NewPCG(seed, uint64(level)))
 			fs := vfs.NewMem()
@@ -59,5 +60,5 @@ func TestCatalogCrashMemFS(t *testing.T) {
 			}
 			c2.Close()
 		}
-	}
+	})
 }

@@ -36,7 +36,8 @@ func prepNames(t *testing.T, fs vfs.FS, dir string) []string {
 // removed at Stop; a stop on a segment boundary still leaves Aeron's empty
 // following segment and nothing else.
 func TestPreparedSegment(t *testing.T) {
-	for level := range 3 {
+	suite{}.run(t, func(t *testing.T, sc suiteCase) {
+		level := sc.Level
 		mem := vfs.NewMem()
 		clock := &testClock{ms: 1_700_000_000_000}
 		opts := crashOptions(level, 64<<10, clock.now)
@@ -82,55 +83,42 @@ func TestPreparedSegment(t *testing.T) {
 		if err := a.Close(); err != nil {
 			t.Fatal(err)
 		}
-	}
+	})
 }
 
-// prepHookFS calls hook before a prepared segment is created and around
-// its preallocation, on the preparer's goroutine; fail, if set, fails that
-// operation (or the prepared file's sync).
+// prepHookFS is an injector that calls hook before a prepared segment is
+// created and around its preallocation, on the preparer's goroutine; fail,
+// if set, fails that operation (or the prepared file's sync).
 type prepHookFS struct {
-	vfs.FS
+	*vfs.Injector
 	hook func()
 	fail vfs.Op
 }
 
 var errPrep = fmt.Errorf("prepare: %w", vfs.ErrInjected)
 
-type prepHookFile struct {
-	vfs.File
-	fs *prepHookFS
-}
-
-func (s *prepHookFS) Create(name string) (vfs.File, error) {
-	if !strings.HasSuffix(name, PreparedSuffix) {
-		return s.FS.Create(name)
-	}
-	s.hook()
-	if s.fail == vfs.OpCreate {
-		return nil, errPrep
-	}
-	f, err := s.FS.Create(name)
-	if err != nil {
-		return nil, err
-	}
-	return &prepHookFile{File: f, fs: s}, nil
-}
-
-func (f *prepHookFile) Preallocate(n int64) error {
-	f.fs.hook()
-	if f.fs.fail == vfs.OpPreallocate {
-		return errPrep
-	}
-	err := f.File.Preallocate(n)
-	f.fs.hook()
-	return err
-}
-
-func (f *prepHookFile) Sync() error {
-	if f.fs.fail == vfs.OpSync {
-		return errPrep
-	}
-	return f.File.Sync()
+func newPrepHookFS(fs vfs.FS, fail vfs.Op) *prepHookFS {
+	s := &prepHookFS{fail: fail}
+	prepared := func(name string) bool { return strings.HasSuffix(name, PreparedSuffix) }
+	s.Injector = vfs.NewInjector(fs, 0, -1).Hook(vfs.Hook{Ops: vfs.Ops(vfs.OpCreate, vfs.OpPreallocate, vfs.OpSync),
+		Before: func(op vfs.Op, name string) error {
+			if !prepared(name) {
+				return nil
+			}
+			if op != vfs.OpSync {
+				s.hook()
+			}
+			if s.fail == op {
+				return errPrep
+			}
+			return nil
+		},
+		After: func(op vfs.Op, name string, _ vfs.File, _ error) {
+			if op == vfs.OpPreallocate && prepared(name) {
+				s.hook()
+			}
+		}})
+	return s
 }
 
 // TestCrashWhilePreparing takes crash clones while the next segment is
@@ -142,7 +130,8 @@ func TestCrashWhilePreparing(t *testing.T) {
 		fs       *vfs.MemFS
 		recorded int64
 	}
-	for level := range 3 {
+	suite{}.run(t, func(t *testing.T, sc suiteCase) {
+		level := sc.Level
 		fs0, _ := fsCases[1].make(t)
 		mem := fs0.(*vfs.MemFS)
 		var (
@@ -151,7 +140,7 @@ func TestCrashWhilePreparing(t *testing.T) {
 			crashes []crash
 			seed    atomic.Uint64
 		)
-		fs := &prepHookFS{FS: mem, fail: vfs.OpMkdir}
+		fs := newPrepHookFS(mem, vfs.OpMkdir)
 		fs.hook = func() {
 			r := cur.Load()
 			if r == nil {
@@ -215,7 +204,7 @@ func TestCrashWhilePreparing(t *testing.T) {
 		if withPrep == 0 {
 			t.Fatalf("sync %d: no crash clone held a prepared file", level)
 		}
-	}
+	})
 }
 
 // TestPrepareErrorSurfaces: a failure of the background preparation is the
@@ -223,7 +212,8 @@ func TestCrashWhilePreparing(t *testing.T) {
 func TestPrepareErrorSurfaces(t *testing.T) {
 	for _, op := range []vfs.Op{vfs.OpCreate, vfs.OpPreallocate, vfs.OpSync} {
 		mem := vfs.NewMem()
-		in := &prepHookFS{FS: mem, hook: func() {}, fail: op}
+		in := newPrepHookFS(mem, op)
+		in.hook = func() {}
 		clock := &testClock{ms: 1_700_000_000_000}
 		opts := crashOptions(1, 64<<10, clock.now)
 		a, err := Open(in, "arch", opts)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -13,12 +12,16 @@ import (
 	"github.com/matchlog/matchlog/internal/vfs"
 )
 
-// fsCases run a test over the OS file system in a temp dir and over the
-// memory file system.
-var fsCases = []struct {
+// fsCase is a file system a test runs on: make returns it and the archive
+// directory on it.
+type fsCase struct {
 	name string
 	make func(t *testing.T) (vfs.FS, string)
-}{
+}
+
+// fsCases run a test over the OS file system in a temp dir and over the
+// memory file system.
+var fsCases = []fsCase{
 	{"os", func(t *testing.T) (vfs.FS, string) { return vfs.Default, t.TempDir() }},
 	{"mem", func(t *testing.T) (vfs.FS, string) {
 		fs := vfs.NewMem()
@@ -187,19 +190,11 @@ func verifyOK(t testing.TB, fs vfs.FS, dir string) {
 // session, and replays everything byte for byte, at every sync level and
 // several block sizes, on both file systems.
 func TestRecordReplayRoundTrip(t *testing.T) {
-	blocks := []int{64 << 10, 128 << 10, 1 << 20}
-	for _, fc := range fsCases {
-		for level := range 3 {
-			for _, block := range blocks {
-				t.Run(fmt.Sprintf("%s/sync=%d/block=%d", fc.name, level, block), func(t *testing.T) {
-					fs, dir := fc.make(t)
-					testRoundTrip(t, fs, dir, Options{SegmentLength: 128 << 10, FileIoMaxLength: block,
-						FileSyncLevel: level, CatalogSyncLevel: level, MarkErrorBufferLength: 4096},
-						rand.New(rand.NewPCG(uint64(level), uint64(block))))
-				})
-			}
-		}
-	}
+	suite{FS: fsCases, Blocks: []int{64 << 10, 128 << 10, 1 << 20}}.run(t, func(t *testing.T, sc suiteCase) {
+		testRoundTrip(t, sc.FS, sc.Dir, Options{SegmentLength: 128 << 10, FileIoMaxLength: sc.Block,
+			FileSyncLevel: sc.Level, CatalogSyncLevel: sc.Level, MarkErrorBufferLength: 4096},
+			rand.New(rand.NewPCG(uint64(sc.Level), uint64(sc.Block))))
+	})
 }
 
 func testRoundTrip(t *testing.T, fs vfs.FS, dir string, opts Options, rng *rand.Rand) {

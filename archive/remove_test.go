@@ -358,43 +358,27 @@ func TestDeleteLeftoversOnOpen(t *testing.T) {
 	}
 }
 
-// crashFS calls hook before every operation that changes the file system or
-// makes a change durable, so a test can crash between any two of them.
+// crashFS is an injector that calls hook before every operation that
+// changes the file system or makes a change durable (create, write, sync,
+// rename, remove, directory sync), so a test can crash between any two of
+// them.
 type crashFS struct {
-	vfs.FS
+	*vfs.Injector
 	hook func()
 }
 
-type crashFile struct {
-	vfs.File
-	fs *crashFS
+func newCrashFS(fs vfs.FS) *crashFS {
+	c := &crashFS{}
+	c.Injector = vfs.NewInjector(fs, 0, -1).Hook(vfs.Hook{
+		Ops: vfs.Ops(vfs.OpCreate, vfs.OpWrite, vfs.OpSync, vfs.OpRename, vfs.OpRemove, vfs.OpSyncDir),
+		Before: func(vfs.Op, string) error {
+			if c.hook != nil {
+				c.hook()
+			}
+			return nil
+		}})
+	return c
 }
-
-func (c *crashFS) wrap(f vfs.File, err error) (vfs.File, error) {
-	if err != nil {
-		return nil, err
-	}
-	return &crashFile{File: f, fs: c}, nil
-}
-
-func (c *crashFS) call() {
-	if c.hook != nil {
-		c.hook()
-	}
-}
-
-func (c *crashFS) Create(name string) (vfs.File, error) { c.call(); return c.wrap(c.FS.Create(name)) }
-func (c *crashFS) OpenRW(name string) (vfs.File, error) { return c.wrap(c.FS.OpenRW(name)) }
-func (c *crashFS) Rename(o, n string) error             { c.call(); return c.FS.Rename(o, n) }
-func (c *crashFS) Remove(name string) error             { c.call(); return c.FS.Remove(name) }
-func (c *crashFS) SyncDir(dir string) error             { c.call(); return c.FS.SyncDir(dir) }
-
-func (f *crashFile) WriteAt(p []byte, off int64) (int, error) {
-	f.fs.call()
-	return f.File.WriteAt(p, off)
-}
-func (f *crashFile) Sync() error    { f.fs.call(); return f.File.Sync() }
-func (f *crashFile) SyncAll() error { f.fs.call(); return f.File.SyncAll() }
 
 // TestRemoveCrash crashes (memory FS, random survival of unsynced changes)
 // before every write, sync, rename, unlink and directory sync of a run of
@@ -405,54 +389,53 @@ func (f *crashFile) SyncAll() error { f.fs.call(); return f.File.SyncAll() }
 // (files below the start are only orphans), and finishing the delete
 // leaves an archive Verify accepts.
 func TestRemoveCrash(t *testing.T) {
-	for _, level := range []int{0, 1, 2} {
-		t.Run(fmt.Sprintf("sync=%d", level), func(t *testing.T) {
-			mem := vfs.NewMem()
-			if err := mem.MkdirAll("arch"); err != nil {
-				t.Fatal(err)
+	suite{}.run(t, func(t *testing.T, sc suiteCase) {
+		level := sc.Level
+		mem := vfs.NewMem()
+		if err := mem.MkdirAll("arch"); err != nil {
+			t.Fatal(err)
+		}
+		if err := mem.SyncDir("/"); err != nil {
+			t.Fatal(err)
+		}
+		clock := &testClock{ms: 1_700_000_000_000}
+		// The data is recorded and synced at level 1 first, so that
+		// whatever a crash loses at level 0 is the removal's doing.
+		a := openTest(t, mem, "arch", removeOptions(1, clock.now))
+		r, h := recordTerms(t, a, 4096, 10, nil)
+		id, stop := r.ID(), r.Position()
+		if err := a.Close(); err != nil {
+			t.Fatal(err)
+		}
+		rng := rand.New(rand.NewPCG(uint64(level), 9))
+		cfs := newCrashFS(mem)
+		crashes := 0
+		cfs.hook = func() {
+			crashes++
+			clone := mem.CrashClone(vfs.CrashCloneConfig{UnsyncedDataPercent: rng.IntN(101), Rand: rand.New(rand.NewPCG(uint64(crashes), 1))})
+			checkRemoveCrash(t, clone, level, id, stop, h.frames, clock.ms+DefaultMarkTimeout.Milliseconds()+1)
+		}
+		opts := removeOptions(level, clock.now)
+		opts.DeleteDelay = -1
+		a = openTest(t, cfs, "arch", opts)
+		steps := []func() error{
+			func() error { return a.Detach(id, 2*rmSeg) },
+			func() error { _, err := a.DeleteDetached(id); return err },
+			func() error { _, err := a.DeleteStep(); return err },
+			func() error { _, err := a.Purge(id, 3*rmSeg); return err }, // refused: delete in progress
+			func() error { _, err := a.DrainDeletes(false); return err },
+			func() error { _, err := a.Purge(id, 4*rmSeg); return err },
+			func() error { _, err := a.DeleteStep(); return err },
+			func() error { return a.Close() },
+		}
+		for i, step := range steps {
+			if err := step(); err != nil && !(i == 3 && errors.Is(err, ErrDeleteInProgress)) {
+				t.Fatalf("step %d: %v", i, err)
 			}
-			if err := mem.SyncDir("/"); err != nil {
-				t.Fatal(err)
-			}
-			clock := &testClock{ms: 1_700_000_000_000}
-			// The data is recorded and synced at level 1 first, so that
-			// whatever a crash loses at level 0 is the removal's doing.
-			a := openTest(t, mem, "arch", removeOptions(1, clock.now))
-			r, h := recordTerms(t, a, 4096, 10, nil)
-			id, stop := r.ID(), r.Position()
-			if err := a.Close(); err != nil {
-				t.Fatal(err)
-			}
-			rng := rand.New(rand.NewPCG(uint64(level), 9))
-			cfs := &crashFS{FS: mem}
-			crashes := 0
-			cfs.hook = func() {
-				crashes++
-				clone := mem.CrashClone(vfs.CrashCloneConfig{UnsyncedDataPercent: rng.IntN(101), Rand: rand.New(rand.NewPCG(uint64(crashes), 1))})
-				checkRemoveCrash(t, clone, level, id, stop, h.frames, clock.ms+DefaultMarkTimeout.Milliseconds()+1)
-			}
-			opts := removeOptions(level, clock.now)
-			opts.DeleteDelay = -1
-			a = openTest(t, cfs, "arch", opts)
-			steps := []func() error{
-				func() error { return a.Detach(id, 2*rmSeg) },
-				func() error { _, err := a.DeleteDetached(id); return err },
-				func() error { _, err := a.DeleteStep(); return err },
-				func() error { _, err := a.Purge(id, 3*rmSeg); return err }, // refused: delete in progress
-				func() error { _, err := a.DrainDeletes(false); return err },
-				func() error { _, err := a.Purge(id, 4*rmSeg); return err },
-				func() error { _, err := a.DeleteStep(); return err },
-				func() error { return a.Close() },
-			}
-			for i, step := range steps {
-				if err := step(); err != nil && !(i == 3 && errors.Is(err, ErrDeleteInProgress)) {
-					t.Fatalf("step %d: %v", i, err)
-				}
-			}
-			cfs.hook()
-			t.Logf("%d crash points", crashes)
-		})
-	}
+		}
+		cfs.hook()
+		t.Logf("%d crash points", crashes)
+	})
 }
 
 func checkRemoveCrash(t *testing.T, fs *vfs.MemFS, level int, id, stop int64, frames []published, nowMs int64) {
@@ -593,14 +576,11 @@ func removeScript(fs vfs.FS, opts Options, id int64) (err error) {
 	return nil
 }
 
-// freeFS is a file system whose free space a test sets.
-type freeFS struct {
-	vfs.FS
+// freeSpace is the free space a test sets for an injector's FreeBytes.
+type freeSpace struct {
 	free uint64
 	err  error
 }
-
-func (f *freeFS) FreeBytes(string) (uint64, error) { return f.free, f.err }
 
 // TestRetentionProposals: the age, size and free-disk rules propose
 // segment-aligned cutoffs that never reach past the active segment or the
@@ -611,11 +591,11 @@ func TestRetentionProposals(t *testing.T) {
 	if err := mem.MkdirAll("arch"); err != nil {
 		t.Fatal(err)
 	}
-	ffs := &freeFS{FS: mem, free: 1 << 40}
+	ffs := &freeSpace{free: 1 << 40}
 	clock := &testClock{ms: 1_700_000_000_000}
 	opts := removeOptions(1, clock.now)
 	opts.Retention = RetentionPolicy{MaxAge: time.Hour, CheckInterval: time.Minute}
-	a := openTest(t, ffs, "arch", opts)
+	a := openTest(t, vfs.NewInjector(mem, 0, -1).WithFreeBytes(func(string) (uint64, error) { return ffs.free, ffs.err }), "arch", opts)
 	defer a.Close()
 	// Two terms (one segment) per hour of source time, 10 terms: segments
 	// 0..4 hold hours 0..4, the stop (10 terms) is in the empty segment 5.

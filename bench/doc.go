@@ -31,8 +31,8 @@
 // and includes one read's overhead, reported beside it. The report runs
 // each measurement several times and gives medians, alternates the two
 // depth books round by round, and records the load average before and
-// after: on this shared 2-core machine a figure taken with the load above
-// the core count is an upper bound.
+// after: on a shared machine a figure taken with the load above the core
+// count is an upper bound.
 //
 // Run the benchmarks with, for example,
 //

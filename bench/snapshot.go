@@ -109,8 +109,7 @@ func NewSnapRig(mtu, workers int) (*SnapRig, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.P.ParallelMin = 0
-	if err := r.P.StartWorkers(workers); err != nil {
+	if err := r.P.SetParallel(snapshot.Parallel{Workers: workers, Min: 1}); err != nil {
 		return nil, err
 	}
 	r.Pub.SetPositionLimit(window)

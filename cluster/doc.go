@@ -39,12 +39,7 @@
 // delivers it to the service, writes it to the archive as one block per
 // term and syncs once: a group commit across every message of the cycle.
 // TestGroupCommit checks the count; BenchmarkGroupCommit (package enginesvc)
-// measures it on the real disk. On this project's 2-core machine (shared,
-// load average 1.0 to 1.5), per command, sequencing + apply + write + sync
-// + release: at sync level 1, 97 to 131 µs with one command per cycle (one
-// fdatasync each), 4.2 to 4.3 µs with 64 per cycle (about 62 per sync),
-// 2.0 to 2.2 µs with 1,024 per cycle; at level 2, 112 to 174 µs, 4.1 to
-// 6.4 µs and 2.0 to 2.4 µs.
+// measures it on the real disk (docs/performance.md has the figures).
 //
 // # Durability
 //
@@ -104,84 +99,44 @@
 // on a book grown through commands. BenchmarkSnapshotPause is an older,
 // smaller form of it (200,000 orders, sync level 1).
 //
-// Where a pauseless snapshot's pause came from, and what was done, on the
-// project's 2-core machine (ext4 on a virtual disk):
+// A pauseless snapshot shares the machine with the duty cycle, and the
+// design keeps the duty cycle's work out of the snapshot's way
+// (docs/performance.md has each step measured before and after):
 //
-//   - The archive mutex: the node serialised every archive call and the
-//     duty cycle only tried the lock, so the log's group commit (and its
-//     egress) waited while the snapshot goroutine wrote and synced a
-//     snapshot block. archive.Archive is now safe for concurrent use by
-//     different recordings, and each recording has its own mutex.
-//     BenchmarkSnapshotPause, pauseless, linear: worst delay 5.5 to 25 ms
-//     before, 3.0 to 7.6 ms after (baseline p99 0.9 to 4.5 ms on the
-//     shared machine).
-//   - At sync level 0, syncing the log's segment up to S (a segment's worth
-//     of dirty pages) in the duty cycle when completing the snapshot:
-//     16 to 19 ms at 1M orders. It now runs on the snapshot goroutine
-//     (nodeRecording.syncSegmentsTo): 1.4 to 4.5 ms.
-//   - At sync level 0, the log's own segment roll-over, which syncs the
-//     finished 128 MiB segment in the duty cycle: 43 to 84 ms whenever the
-//     log crosses a segment boundary (it did inside the 5M-order window).
-//     The current segment is now synced in the background every 2 MiB
-//     (bgSyncEvery), so the roll-over sync has little left to flush:
-//     5M orders, level 0, pauseless, 63 to 84 ms before, 4 to 16 ms
-//     (median 5) after (8.5 to 13 ms with 8 MiB); the stop-the-world log
-//     sync went from 51 ms to 3 ms.
-//   - Creating the next segment (allocating 128 MiB, and syncing it at
-//     level >= 1) ran in the duty cycle at every roll-over. The archive's
-//     recorder now prepares it on a goroutine of its own once the current
-//     segment is half full (archive.PreparedSuffix) and closes the
-//     finished segment there; the roll-over renames the prepared file into
-//     place (plus a directory sync at level >= 1). What remains at 5M
-//     orders, level 0, is the page-cache write of a small log block
-//     stalling 2 to 2.5 ms while the snapshot recording writes hundreds of
-//     MB (measured inside the window with no roll-over in it).
-//   - Pauseless snapshot recordings at level 0 are synced as they are
-//     written (nodeRecording.syncEach), not as one segment's worth at
-//     their end or roll-over: 5M orders, level 0, worst delay 5.1 and
-//     6.9 ms against 11.2 and 9.5 ms without, for a background write
-//     about twice as long (0.95 s against 0.5 s).
-//   - Parallel encoders take the duty cycle's core on 2 cores: at 1M orders,
-//     level 2, worst delay 2.7 to 3.8 ms linear, 5.4 to 8.5 ms with 1
-//     worker, 10 to 21 ms with 2 (enginesvc.Options.Workers,
-//     enginesvc.MaxLiveWorkers). Linear stays the default.
-//   - Smaller snapshot blocks (Options.SnapshotTermLength 256 KiB, 64 KiB)
-//     made the snapshot 2 to 8 times longer without lowering the worst
-//     delay (medians 3.9 and 4.9 ms against 2.9 ms at 1 MiB); 1 MiB stays.
-//   - The encoder yields its processor every 16 claims
-//     (Options.SnapshotYieldEvery), so the duty cycle, back from a file
-//     sync, does not wait for the Go scheduler's 10 ms preemption to get a
-//     processor. 1M orders, level 0, 3 runs each interleaved (load about
-//     1): p99 delay over the snapshot window 0.80, 0.93 and 77 ms without
-//     (worst 2.0, 2.0, 83 ms), 0.06 to 0.44 ms with (worst 1.4 to 4.6 ms).
-//   - The writer runs on an OS thread of its own at nice 10
-//     (Options.SnapshotNice): 1M orders, level 2, p99 over the window 1.6
-//     to 2.7 ms before, 0.8 to 1.1 ms after; worst 2.2 to 3.8 ms before,
-//     2.3 to 2.8 ms after; the take 43-61 ms before, 89-215 ms after (nice
-//     19 made the take 0.5 s at level 0 with no better pause).
+//   - archive.Archive is safe for concurrent use by different recordings
+//     and each recording has its own mutex, so the log's group commit never
+//     waits for a snapshot block being written or synced.
+//   - At sync level 0 the log's segments are synced up to S on the snapshot
+//     goroutine (nodeRecording.syncSegmentsTo), not in the duty cycle when
+//     the snapshot completes; the current log segment is synced in the
+//     background every bgSyncEvery bytes, so a roll-over sync has little
+//     left to flush; pauseless snapshot recordings are synced as they are
+//     written (nodeRecording.syncEach), not as a segment's worth at their
+//     end.
+//   - The archive's recorder prepares the next segment on a goroutine of
+//     its own once the current one is half full (archive.PreparedSuffix)
+//     and closes the finished one there; the roll-over only renames the
+//     prepared file into place (plus a directory sync at level >= 1).
+//   - Encoding is linear by default: parallel encoders (enginesvc.Options
+//     Workers) take the duty cycle's core unless GOMAXPROCS leaves one for
+//     it and one for the writer (snapshot.MaxLiveWorkers).
+//   - Snapshot blocks are 1 MiB (Options.SnapshotTermLength); smaller ones
+//     lengthen the snapshot without lowering the pause.
+//   - The encoder yields its processor every Options.SnapshotYieldEvery
+//     claims, so the duty cycle, back from a file sync, does not wait for
+//     the Go scheduler's preemption to get a processor; the writer runs on
+//     an OS thread of its own at Options.SnapshotNice.
 //
-// Attribution (bench cluster reports the longest DoWork, the longest log
-// record in one cycle and the longest gap between two cycles over the
-// window). At level 2 the worst delay is one log write+sync that takes
-// 1.1 to 1.9 ms (0.3 to 0.5 ms alone) while the snapshot's blocks are
-// written and synced to the same disk: the worst delay sits about one
-// such sync above the baseline p99, not within the 1 ms target. At level
-// 0 it is a gap of 1 to 2.5 ms between two cycles, the duty cycle's
-// thread not running: not the collector (GOGC=off changed nothing: gaps
-// 1.0 to 3.1 ms), not the encoder (at nice 19 the gaps stayed 1.9 to
-// 2.2 ms), so the kernel's own work (page writeback of the snapshot,
-// virtio block I/O) taking one of the two cores. Moving the snapshot's
-// segments to a tmpfs (bench cluster --snapshot-dir /dev/shm) did not help
-// at level 2 (worst 6.9 to 10 ms): with no I/O to wait on the writer
-// competes for the cores all the time.
+// What remains is the disk and the kernel, not the node: at level 2 the
+// worst delay is one log write+sync slowed while the snapshot's blocks are
+// written and synced to the same disk, at level 0 a gap between two cycles
+// while the kernel's writeback takes a core. bench cluster reports the
+// longest DoWork, the longest log record in one cycle and the longest gap
+// between two cycles over the window, which tells the two apart.
 //
-// The library sets no garbage-collector settings. No GC cycle fell inside
-// the measured windows at 1M and 5M orders with the default GOGC=100 (the
-// live heap of a 5M-order node is about 430 MB; a cycle's mark took about
-// 16 ms). A cycle during a snapshot would take one of two cores for its
-// mark worker, as a parallel encoder does; a host that sees that can make
-// cycles rarer with a larger GOGC (200 to 400) or a GOMEMLIMIT well above
-// twice the live heap with GOGC=off, at the cost of memory.
+// The library sets no garbage-collector settings; docs/performance.md says
+// when a host would want to (a GC cycle during a snapshot takes a core for
+// its mark worker, as a parallel encoder does).
 //
 // # Restart
 //

@@ -89,11 +89,8 @@ type Options struct {
 	// that the writer, not the duty cycle, waits when the host's cores are
 	// short, and its archive I/O spreads out instead of crowding the
 	// log's syncs. Default DefaultSnapshotNice; negative: the writer runs
-	// like any goroutine. Measured (matchlog bench cluster, 1M orders,
-	// 1 MiB blocks, 2 cores, 3 runs each, interleaved): at sync level 2
-	// the p99 delay over the snapshot window went from 1.6-2.7 ms to
-	// 0.8-1.1 ms and the worst from 2.2-3.8 to 2.3-2.8 ms; at level 0 the
-	// worst from 1.2-1.7 to 0.5-2.4 ms; the take from 43-61 to 89-215 ms.
+	// like any goroutine. The cost is a longer take (docs/performance.md
+	// has the pause and the take measured with and without it).
 	SnapshotNice int
 	// SnapshotMode (default Pauseless), SnapshotEveryBytes of log and
 	// SnapshotEvery of cluster time (0: off).

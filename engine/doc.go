@@ -24,17 +24,17 @@
 // A resting order takes 32 bytes in its tree (price as ticks above the
 // band floor, a dense account number, id, quantity, and the arrival
 // sequence packed with its flags) and 24 bytes in the index, a segmented
-// open-addressing table; measured heap is about 83 B per resting order at
-// 1M orders and 89 B at 5M. Tree nodes come from free lists and levels
+// open-addressing table, which with the trees' slack comes to under 100 B
+// of heap per resting order (docs/performance.md). Tree nodes come from free lists and levels
 // from a pool, so the matching path allocates nothing in steady state.
 //
-// Why google/btree and not tidwall/btree: tidwall measured clearly faster
-// at bulk loading sorted input (58 against 287 ns an item at 1M), at
-// walking (11–16 against 20 ns an item) and at cutting by rank (GetAt, 0.5
-// µs against a walk), but it has no node free list, so a steady mix of
-// commands allocated on every node split (2,970 allocations in 150k
-// commands, against none). The matching path comes first; restore pays
-// for it (about 260 ns an order, nearly all in ReplaceOrInsert).
+// Why google/btree and not tidwall/btree: tidwall is faster at bulk
+// loading sorted input, at walking and at cutting by rank (GetAt against a
+// walk), but it has no node free list, so a steady mix of commands
+// allocates on every node split, where google/btree allocates nothing. The
+// matching path comes first; restore pays for it (one ReplaceOrInsert per
+// order). bench/btreecmp compares the two; docs/performance.md has the
+// figures.
 //
 // # Limits
 //

@@ -67,3 +67,20 @@ func BenchmarkLoad(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/100_000, "ns/order")
 }
+
+// BenchmarkChecksum: the stream checksum over one full Orders batch at MTU
+// 1,408 (1,375 bytes, 29 entries); docs/performance.md has the figures.
+func BenchmarkChecksum(b *testing.B) {
+	buf := make([]byte, 1375)
+	for i := range buf {
+		buf[i] = byte(i * 7)
+	}
+	b.SetBytes(int64(len(buf)))
+	h := checksumBasis
+	for b.Loop() {
+		h = checksum(h, buf)
+	}
+	if h == 0 {
+		b.Log(h)
+	}
+}

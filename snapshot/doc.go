@@ -60,7 +60,7 @@
 // message, then the message length (see checksum.go for the exact steps).
 // Each step is a bijection of what it updates, so any change confined to
 // one word is always caught; four independent multiply chains keep it to
-// about 3 ns per order. The state hash in End (the engine's) covers the records'
+// a few nanoseconds an order (docs/performance.md). The state hash in End (the engine's) covers the records'
 // meaning; the checksum covers their bytes and order.
 //
 // # Publishing
@@ -104,13 +104,17 @@
 //
 // # Parallel encode
 //
-// [Publisher.StartWorkers](n) starts n encoding goroutines, owned by the
-// publisher and stopped by [Publisher.Close]; it is off by default.
+// [Publisher.SetParallel] applies a [Parallel] (workers, threshold,
+// partition size), the one place the cluster service, the command line and
+// the benchmarks decide them; it starts the encoding goroutines
+// ([Publisher.StartWorkers]), owned by the publisher and stopped by
+// [Publisher.Close]. Parallel encode is off by default, and
+// [MaxLiveWorkers] bounds what helps a live node.
 // [Publisher.TakeFrozen] takes an [engine.Frozen] view: with workers
 // running and at least [Publisher.ParallelMin] resting orders
-// ([DefaultParallelMin], measured below), the book is cut with
-// [engine.Frozen.AppendPartitions] into partitions of about
-// [Publisher.PartitionOrders] orders, at least four per worker. Partition i
+// ([DefaultParallelMin], from a measured crossover: docs/performance.md),
+// the book is cut with [engine.Frozen.AppendPartitions] into partitions of
+// about [Publisher.PartitionOrders] orders, at least four per worker. Partition i
 // is encoded by whichever worker takes it into pooled slot i mod 2n,
 // through the generated flyweight (the same encodeOrder the linear path
 // uses); the caller's goroutine walks everything but the resting orders

@@ -3,6 +3,7 @@ package snapshot
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 
 	"github.com/matchlog/matchlog/engine"
@@ -10,19 +11,71 @@ import (
 )
 
 // DefaultParallelMin is the default [Publisher.ParallelMin]: below it a
-// take with workers stays linear. Measured on this project's 2-core machine
-// with `matchlog bench snapshot --takes 9` (2 workers, MTU 1,408, medians
-// of per-round speedups, load 0.7-0.8): 10k orders 0.78x, 30k 0.88x, 100k
-// 0.82x, 150k 1.18x, 200k 1.02x and 1.38x, 300k 1.1x and 1.51x, 1M 1.61x.
-// Below about 100k the hand-offs cost more than the second core gives;
-// from a few hundred thousand on, parallel wins.
+// take with workers stays linear, because below about 100k resting orders
+// the hand-offs cost more than a second core gives (docs/performance.md has
+// the crossover measured).
 const DefaultParallelMin = 200_000
 
-// DefaultPartitionOrders is the default [Publisher.PartitionOrders]. At 1M
-// orders and 2 workers on this project's 2-core machine (one interleaved
-// run, 3 takes each, ns/order): 16,384 29.1, 32,768 28.3, 65,536 27.1,
-// 131,072 27.2, 262,144 29.4; linear 43.5.
+// DefaultPartitionOrders is the default [Publisher.PartitionOrders]
+// (docs/performance.md has the sizes compared).
 const DefaultPartitionOrders = 65_536
+
+// Parallel is how a publisher's takes use parallel encoders; the zero value
+// is linear takes. [Publisher.SetParallel] applies it and [Parallel.Validate]
+// checks it: they are the one place that decides, for the cluster service,
+// the command line and the benchmarks, how many workers run and from which
+// book size they are used.
+type Parallel struct {
+	// Workers is the number of encoding goroutines (0: every take is
+	// linear). A pauseless snapshot of a live node is encoded while the
+	// node's duty cycle runs, so workers beyond [MaxLiveWorkers] take the
+	// duty cycle's core.
+	Workers int
+	// Min is the fewest resting orders taken in parallel (0:
+	// [DefaultParallelMin]; 1: every book).
+	Min int
+	// PartitionOrders is about how many resting orders one partition holds
+	// (0: [DefaultPartitionOrders]).
+	PartitionOrders int
+}
+
+// Validate refuses negative fields, naming the field.
+func (o Parallel) Validate() error {
+	switch {
+	case o.Workers < 0:
+		return fmt.Errorf("%w: %d parallel workers: give 0 (linear) or more", ErrPublish, o.Workers)
+	case o.Min < 0:
+		return fmt.Errorf("%w: parallel minimum %d orders: give 0 (the default, %d) or more", ErrPublish, o.Min, DefaultParallelMin)
+	case o.PartitionOrders < 0:
+		return fmt.Errorf("%w: partition of %d orders: give 0 (the default, %d) or more", ErrPublish, o.PartitionOrders, DefaultPartitionOrders)
+	}
+	return nil
+}
+
+// SetParallel validates o, sets [Publisher.ParallelMin] and
+// [Publisher.PartitionOrders] from it and starts o.Workers encoders
+// ([Publisher.StartWorkers]; [Publisher.Close] stops them). On error it
+// changes nothing.
+func (p *Publisher) SetParallel(o Parallel) error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	if err := p.StartWorkers(o.Workers); err != nil {
+		return err
+	}
+	p.ParallelMin = DefaultParallelMin
+	if o.Min > 0 {
+		p.ParallelMin = o.Min
+	}
+	p.PartitionOrders = o.PartitionOrders
+	return nil
+}
+
+// MaxLiveWorkers is the most parallel encoders worth starting for
+// pauseless snapshots of a live node: GOMAXPROCS less one core for the
+// node's duty cycle and one for the snapshot goroutine that writes the
+// encoded records (0 on a 2-core host: encode linearly).
+func MaxLiveWorkers() int { return max(0, runtime.GOMAXPROCS(0)-2) }
 
 // minPartitionsPerWorker: however small the book, each worker gets several
 // partitions, so the owner can stitch the first while later ones encode.

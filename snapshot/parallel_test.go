@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -186,5 +187,40 @@ func TestParallelTakeAllocs(t *testing.T) {
 		if a := testing.AllocsPerRun(10, take); a != 0 {
 			t.Fatalf("orders %d: %v allocations per parallel take", n, a)
 		}
+	}
+}
+
+// TestSetParallel: SetParallel is where workers, threshold and partition
+// size are decided; it refuses negative fields and then changes nothing.
+func TestSetParallel(t *testing.T) {
+	g := geometries[0]
+	_, pub, _ := newLog(t, g.term, g.mtu)
+	p, err := NewPublisher(&stream.PublicationClaimer{Pub: pub}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for _, o := range []Parallel{{Workers: -1}, {Min: -1}, {PartitionOrders: -1}} {
+		if err := p.SetParallel(o); !errors.Is(err, ErrPublish) {
+			t.Fatalf("%+v: %v, want ErrPublish", o, err)
+		}
+		if p.par != nil || p.ParallelMin != DefaultParallelMin || p.PartitionOrders != 0 {
+			t.Fatalf("%+v refused but applied: workers %v, min %d, partition %d", o, p.par != nil, p.ParallelMin, p.PartitionOrders)
+		}
+	}
+	if err := p.SetParallel(Parallel{}); err != nil || p.par != nil || p.ParallelMin != DefaultParallelMin {
+		t.Fatalf("zero value: %v, workers %v, min %d", err, p.par != nil, p.ParallelMin)
+	}
+	if err := p.SetParallel(Parallel{Workers: 2, Min: 1, PartitionOrders: 32}); err != nil {
+		t.Fatal(err)
+	}
+	if p.par == nil || p.par.workers != 2 || p.ParallelMin != 1 || p.PartitionOrders != 32 {
+		t.Fatalf("workers %v, min %d, partition %d", p.par, p.ParallelMin, p.PartitionOrders)
+	}
+	if err := p.SetParallel(Parallel{Workers: 1}); !errors.Is(err, ErrPublish) || p.ParallelMin != 1 {
+		t.Fatalf("second SetParallel: %v, min %d (want a refusal that changes nothing)", err, p.ParallelMin)
+	}
+	if MaxLiveWorkers() != max(0, runtime.GOMAXPROCS(0)-2) {
+		t.Fatalf("MaxLiveWorkers %d at GOMAXPROCS %d", MaxLiveWorkers(), runtime.GOMAXPROCS(0))
 	}
 }

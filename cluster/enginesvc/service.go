@@ -41,7 +41,6 @@ package enginesvc
 
 import (
 	"fmt"
-	"runtime"
 	"slices"
 
 	"github.com/matchlog/matchlog/cluster"
@@ -55,18 +54,16 @@ import (
 
 // Options configure a Service.
 type Options struct {
-	// Workers is the number of parallel snapshot encoders (0: linear).
-	// A pauseless snapshot is encoded while the node's duty cycle runs:
-	// the duty cycle needs a core of its own, and so does the snapshot
-	// goroutine that writes the encoded records, so workers only help
-	// with GOMAXPROCS >= Workers + 2. On a 2-core host linear is best
-	// (PauseReport at 1M orders, sync level 2: worst client delay 2.7 to
-	// 3.8 ms linear, 5.4 to 8.5 ms with 1 worker, 10 to 21 ms with 2, as
-	// the workers take the duty cycle's core); see MaxLiveWorkers.
-	Workers int
-	// ParallelMin overrides snapshot.Publisher.ParallelMin when positive.
-	ParallelMin int
-	// PartitionOrders overrides snapshot.Publisher.PartitionOrders.
+	// Workers, ParallelMin and PartitionOrders are the snapshot
+	// publisher's snapshot.Parallel (Workers, Min, PartitionOrders; zero:
+	// linear takes), applied by snapshot.Publisher.SetParallel. A
+	// pauseless snapshot is encoded while the node's duty cycle runs: the
+	// duty cycle needs a core of its own, and so does the snapshot
+	// goroutine that writes the encoded records, so workers only help up
+	// to snapshot.MaxLiveWorkers (0 on a 2-core host; docs/performance.md
+	// has the pause measured with 0, 1 and 2 workers).
+	Workers         int
+	ParallelMin     int
 	PartitionOrders int
 	// AppVersion must match the snapshot's on restore.
 	AppVersion int32
@@ -75,12 +72,6 @@ type Options struct {
 	// tracing.
 	OnApplied func(logPosition int64, c *engine.Command, evs []engine.Event)
 }
-
-// MaxLiveWorkers is the most parallel snapshot encoders worth starting
-// for pauseless snapshots of a live node: GOMAXPROCS less one core for the
-// node's duty cycle and one for the snapshot goroutine (0 on a 2-core
-// host: encode linearly).
-func MaxLiveWorkers() int { return max(0, runtime.GOMAXPROCS(0)-2) }
 
 // Service is the matching engine as a cluster.PauselessService.
 type Service struct {
@@ -138,16 +129,8 @@ func (s *Service) publisher(pub cluster.Publication, idle func() error) (*snapsh
 	if err != nil {
 		return nil, err
 	}
-	if s.opts.Workers > 0 {
-		if err := p.StartWorkers(s.opts.Workers); err != nil {
-			return nil, err
-		}
-	}
-	if s.opts.ParallelMin > 0 {
-		p.ParallelMin = s.opts.ParallelMin
-	}
-	if s.opts.PartitionOrders > 0 {
-		p.PartitionOrders = s.opts.PartitionOrders
+	if err := p.SetParallel(snapshot.Parallel{Workers: s.opts.Workers, Min: s.opts.ParallelMin, PartitionOrders: s.opts.PartitionOrders}); err != nil {
+		return nil, err
 	}
 	s.pub = p
 	return p, nil
@@ -160,6 +143,9 @@ func marker(info cluster.SnapshotInfo) snapshot.Marker {
 
 // OnStart implements cluster.Service: restore from img when there is one.
 func (s *Service) OnStart(c cluster.Cluster, img cluster.SnapshotImage) error {
+	if err := (snapshot.Parallel{Workers: s.opts.Workers, Min: s.opts.ParallelMin, PartitionOrders: s.opts.PartitionOrders}).Validate(); err != nil {
+		return fmt.Errorf("enginesvc: %w", err)
+	}
 	s.c = c
 	if img == nil {
 		return nil

@@ -11,58 +11,37 @@ import (
 	"github.com/matchlog/matchlog/internal/vfs"
 )
 
-// recorderFS wraps an FS and calls hooks with the whole content of a file
-// after each successful write and sync through it.
-type recorderFS struct {
-	vfs.FS
-	onWrite, onSync func(content []byte)
+// recorder adds a hook to inj that calls onWrite and onSync (either may be
+// nil) with the whole content of a file after each successful write and
+// sync through it.
+func recorder(inj *vfs.Injector, onWrite, onSync func(content []byte)) *vfs.Injector {
+	return inj.Hook(vfs.Hook{Ops: vfs.Ops(vfs.OpWrite, vfs.OpSync), After: func(op vfs.Op, _ string, f vfs.File, err error) {
+		if err != nil {
+			return
+		}
+		on := onSync
+		if op == vfs.OpWrite {
+			on = onWrite
+		}
+		if on != nil {
+			on(content(f))
+		}
+	}})
 }
 
-type recorderFile struct {
-	vfs.File
-	fs *recorderFS
-}
-
-func (r *recorderFS) wrap(f vfs.File, err error) (vfs.File, error) {
-	if err != nil {
-		return nil, err
-	}
-	return &recorderFile{File: f, fs: r}, nil
-}
-
-func (r *recorderFS) Create(name string) (vfs.File, error) { return r.wrap(r.FS.Create(name)) }
-func (r *recorderFS) OpenRW(name string) (vfs.File, error) { return r.wrap(r.FS.OpenRW(name)) }
-
-func (f *recorderFile) content() []byte {
-	n, err := f.File.Size()
+// content is the whole content of f.
+func content(f vfs.File) []byte {
+	n, err := f.Size()
 	if err != nil {
 		panic(err)
 	}
 	b := make([]byte, n)
 	if n > 0 {
-		if _, err := f.File.ReadAt(b, 0); err != nil {
+		if _, err := f.ReadAt(b, 0); err != nil {
 			panic(err)
 		}
 	}
 	return b
-}
-
-func (f *recorderFile) WriteAt(b []byte, off int64) (int, error) {
-	n, err := f.File.WriteAt(b, off)
-	if err == nil && f.fs.onWrite != nil {
-		f.fs.onWrite(f.content())
-	}
-	return n, err
-}
-
-func (f *recorderFile) Sync() error    { return f.synced(f.File.Sync()) }
-func (f *recorderFile) SyncAll() error { return f.synced(f.File.SyncAll()) }
-
-func (f *recorderFile) synced(err error) error {
-	if err == nil && f.fs.onSync != nil {
-		f.fs.onSync(f.content())
-	}
-	return err
 }
 
 // state is a comparable rendering of a file's entries; a file that does
@@ -158,7 +137,7 @@ func TestCrashAtSync(t *testing.T) {
 			mem := vfs.NewMem()
 			inj := vfs.NewInjector(mem, vfs.Ops(vfs.OpSync), i)
 			lastSynced := state(nil)
-			rec := &recorderFS{FS: inj, onSync: func(b []byte) { lastSynced = state(b) }}
+			rec := recorder(inj, nil, func(b []byte) { lastSynced = state(b) })
 			l := mustCreate(t, rec, recordinglog.Options{SyncLevel: level})
 			err := workload(l)
 			if inj.Injected() == nil {
@@ -268,7 +247,7 @@ func TestErrorSweep(t *testing.T) {
 	// The states a clean run passes through, write by write.
 	var states []string
 	clean := vfs.NewMem()
-	ref := &recorderFS{FS: clean, onWrite: func(b []byte) { states = append(states, state(b)) }}
+	ref := recorder(vfs.NewInjector(clean, 0, -1), func(b []byte) { states = append(states, state(b)) }, nil)
 	l := mustCreate(t, ref, recordinglog.Options{SyncLevel: 1})
 	states = append(states, state(nil))
 	if err := workload(l); err != nil {

@@ -86,7 +86,10 @@ func benchSnapshot(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	n, err := orders.one("orders")
-	if err != nil || n <= 0 || *takes <= 0 || *workers < 0 {
+	if err == nil {
+		err = checkWorkers(*workers)
+	}
+	if err != nil || n <= 0 || *takes <= 0 {
 		fmt.Fprintf(stderr, "bench snapshot: --orders (one value) and --takes must be positive, --workers not negative %v\n", errText(err))
 		return errUsage
 	}

@@ -86,8 +86,11 @@ func benchCluster(args []string, stdout, stderr io.Writer) error {
 			return bad("--block %d: want a power of two >= 64 KiB", b)
 		}
 	}
-	if *rate <= 0 || *runs <= 0 || *workers < 0 {
-		return bad("--rate and --runs must be positive, --workers not negative")
+	if *rate <= 0 || *runs <= 0 {
+		return bad("--rate and --runs must be positive")
+	}
+	if err := checkWorkers(*workers); err != nil {
+		return bad("%v", err)
 	}
 	rep := clusterBenchReport{NumCPU: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0)}
 	warn := func(format string, a ...any) {

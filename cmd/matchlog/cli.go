@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+
+	"github.com/matchlog/matchlog/snapshot"
 )
 
 // ---- --dir ----
@@ -131,7 +133,17 @@ func (l modeList) one() (string, error) {
 const (
 	syncFlagHelp         = "file sync `level`: 0 none, 1 data, 2 data and metadata (a comma-separated list where the verb runs several)"
 	snapshotModeFlagHelp = "snapshot `mode`: pauseless (copy-on-write clone encoded in the background) or stw (stop the world); a comma-separated list where the verb runs several"
+	workersFlagHelp      = "parallel encoders of the engine snapshot (0: linear; on a live node more than GOMAXPROCS-2 take the duty cycle's core)"
 )
+
+// checkWorkers checks a --workers value with snapshot.Parallel.Validate,
+// the one owner of the parallel-encoding decision.
+func checkWorkers(n int) error {
+	if err := (snapshot.Parallel{Workers: n}).Validate(); err != nil {
+		return fmt.Errorf("--workers %d: must not be negative (0: linear)", n)
+	}
+	return nil
+}
 
 // ---- sub-commands ----
 

@@ -104,7 +104,7 @@ func runCluster(args []string, stdout, stderr io.Writer) error {
 		fs.IntVar(&f.services, "services", 1, "number of clustered services (Aeron's serviceCount)")
 	case "snapshot":
 		fs.Var(&modes, "snapshot-mode", snapshotModeFlagHelp)
-		fs.IntVar(&f.workers, "workers", 0, "parallel encoders of the engine snapshot (0: linear)")
+		fs.IntVar(&f.workers, "workers", 0, workersFlagHelp)
 		fs.BoolVar(&f.force, "force", false, "skip the live-node check (only when sure no node runs in D)")
 	}
 	fs.Usage = usageWithJSON(fs, fmt.Sprintf("usage: matchlog cluster %s --dir D [flags]\n\n", name), clusterJSONDocs[name])
@@ -125,8 +125,8 @@ func runCluster(args []string, stdout, stderr io.Writer) error {
 	if f.mode, err = modes.one(); err != nil {
 		return bad("%v", err)
 	}
-	if f.workers < 0 {
-		return bad("--workers must not be negative")
+	if err := checkWorkers(f.workers); err != nil {
+		return bad("%v", err)
 	}
 	if f.dir, err = resolveNodeDir(f.dir); err != nil {
 		return err

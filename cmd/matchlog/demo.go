@@ -52,9 +52,11 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 	if o.Orders, err = orders.one("orders"); err != nil {
 		return bad("%v", err)
 	}
-	if o.SyncLevel, err = syncLevel.one("sync"); err != nil {
+	level, err := syncLevel.one("sync")
+	if err != nil {
 		return bad("%v", err)
 	}
+	o.SyncLevel = &level
 	o.Rate = float64(*rate)
 	switch {
 	case o.Orders < 1:
@@ -63,7 +65,7 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 		return bad("--instruments must be 1 to 65536")
 	case o.Rate <= 0 || o.Rate > 1_000_000:
 		return bad("--rate must be above 0 and at most 1000000")
-	case o.SyncLevel < 0 || o.SyncLevel > 2:
+	case level < 0 || level > 2:
 		return bad("--sync must be 0, 1 or 2")
 	case o.Baseline <= 0 || o.Gap <= 0:
 		return bad("--baseline and --gap must be positive")

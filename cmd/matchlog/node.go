@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/matchlog/matchlog/cluster"
+	"github.com/matchlog/matchlog/cluster/enginesvc"
 	"github.com/matchlog/matchlog/server"
 	"github.com/matchlog/matchlog/server/metrics"
 )
@@ -26,6 +27,7 @@ type nodeFlags struct {
 	mode           modeList
 	everyBytes     int64
 	onExit         bool
+	workers        int
 	sessionTimeout time.Duration
 	metrics        string
 	logFormat      string
@@ -52,6 +54,7 @@ func parseNodeFlags(args []string, stderr io.Writer) (nodeConfig, error) {
 	fs.Var(&f.mode, "snapshot-mode", snapshotModeFlagHelp+"; one value here")
 	fs.Int64Var(&f.everyBytes, "snapshot-every-bytes", 0, "take a snapshot every N bytes of log (0: only on request or exit)")
 	fs.BoolVar(&f.onExit, "snapshot-on-exit", false, "take a snapshot before exiting on SIGINT/SIGTERM")
+	fs.IntVar(&f.workers, "workers", 0, workersFlagHelp)
 	fs.DurationVar(&f.sessionTimeout, "session-timeout", f.sessionTimeout, "close a session whose client sent nothing for this long")
 	fs.StringVar(&f.metrics, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics, a loopback host (port 0: any free port; default: none)")
 	fs.StringVar(&f.logFormat, "log-format", "text", "lifecycle log on stderr: text or json")
@@ -103,6 +106,9 @@ func parseNodeFlags(args []string, stderr io.Writer) (nodeConfig, error) {
 	if f.sessionTimeout <= 0 {
 		return bad("--session-timeout must be positive")
 	}
+	if err := checkWorkers(f.workers); err != nil {
+		return bad("%v", err)
+	}
 	if f.metrics != "" {
 		if err := checkLoopback(f.metrics); err != nil {
 			return bad("--metrics %q: %v", f.metrics, err)
@@ -116,6 +122,7 @@ func parseNodeFlags(args []string, stderr io.Writer) (nodeConfig, error) {
 		Addr: f.listen,
 		Node: cluster.Options{Dir: f.dir, FileSyncLevel: syncLevel, SnapshotMode: mode,
 			SnapshotEveryBytes: f.everyBytes},
+		Service:            enginesvc.Options{Workers: f.workers},
 		SessionTimeout:     f.sessionTimeout,
 		SnapshotOnShutdown: f.onExit,
 		Logger:             logger,

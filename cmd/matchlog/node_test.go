@@ -35,6 +35,7 @@ func TestNodeFlags(t *testing.T) {
 		{[]string{"--dir", "d", "--metrics", ":9090"}, "loopback"},
 		{[]string{"--dir", "d", "--log-format", "xml"}, "--log-format"},
 		{[]string{"--dir", "d", "--log-level", "loud"}, "--log-level"},
+		{[]string{"--dir", "d", "--workers", "-1"}, "--workers -1: must not be negative"},
 	} {
 		var stderr bytes.Buffer
 		_, err := parseNodeFlags(c.args, &stderr)
@@ -60,6 +61,12 @@ func TestNodeFlags(t *testing.T) {
 	if o.Addr != "127.0.0.1:0" || o.Node.Dir != "d" || o.Node.FileSyncLevel != 2 || o.Node.SnapshotMode != cluster.StopTheWorld ||
 		o.Node.SnapshotEveryBytes != 4096 || !o.SnapshotOnShutdown || o.SessionTimeout != 3*time.Second {
 		t.Fatalf("options %+v", o)
+	}
+	if o.Service.Workers != 0 {
+		t.Fatalf("default --workers: %d, want 0 (linear)", o.Service.Workers)
+	}
+	if o, err = parseNodeFlags([]string{"--dir", "d", "--workers", "3"}, &stderr); err != nil || o.Service.Workers != 3 {
+		t.Fatalf("--workers 3: service options %+v, %v", o.Service, err)
 	}
 	if o.metricsAddr != "" || o.Logger == nil || o.Logger.Enabled(context.Background(), slog.LevelDebug) ||
 		!o.Logger.Enabled(context.Background(), slog.LevelInfo) {

@@ -110,6 +110,16 @@ func (e *InjectedError) Unwrap() error { return ErrInjected }
 // An Injector is safe for concurrent use, but which operation gets an index
 // is then up to the scheduler; sweeps want a single goroutine.
 //
+// # Hooks
+//
+// [Injector.Hook] adds a [Hook] that runs around every operation of a kind
+// in its set, whatever the index: to delay an operation (a slow sync), to
+// crash a memory file system between two operations (take a
+// [MemFS.CrashClone] in Before), to fail a chosen operation by path, or to
+// watch what a file holds after each write. [Injector.WithFreeBytes] makes
+// the injector tell a free space of the test's choosing. With an empty set
+// and a negative index an injector fails nothing and only runs its hooks.
+//
 // # Sweeps
 //
 // To check that every failure is reported, run the workload with index
@@ -126,6 +136,85 @@ type Injector struct {
 	matched atomic.Int64 // operations seen whose kind is in ops
 	counts  [numOps]atomic.Int64
 	fired   atomic.Pointer[InjectedError]
+	hooks   []Hook
+}
+
+// Hook runs around the operations of an [Injector] whose kind is in Ops.
+// Before, if set, runs first, on the operation's goroutine: a non-nil error
+// fails the operation with that error, which then does nothing, is not
+// counted and runs no After. After, if set, runs once the operation has
+// returned, with its error; for an operation on an open file f is that
+// file, unwrapped (reading it through f is not counted), else nil. Path is
+// the file's name, the directory, or "old -> new" for a rename. Hooks run
+// in the order they were added; they must be safe for concurrent use if
+// the file system is used concurrently.
+type Hook struct {
+	Ops    OpSet
+	Before func(op Op, path string) error
+	After  func(op Op, path string, f File, err error)
+}
+
+// Hook adds h to in and returns in. Add hooks before the first operation.
+func (in *Injector) Hook(h Hook) *Injector {
+	in.hooks = append(in.hooks, h)
+	return in
+}
+
+// WithFreeBytes returns in as an FS that also has the method
+// FreeBytes(dir string) (uint64, error), answered by free: a test's free
+// space for the archive's retention rule.
+func (in *Injector) WithFreeBytes(free func(dir string) (uint64, error)) FS {
+	return &freeInjector{Injector: in, free: free}
+}
+
+// freeInjector is an Injector with a FreeBytes method.
+type freeInjector struct {
+	*Injector
+	free func(dir string) (uint64, error)
+}
+
+// FreeBytes returns what the test's function says.
+func (f *freeInjector) FreeBytes(dir string) (uint64, error) { return f.free(dir) }
+
+// before runs the Before hooks of op; the first error stops them.
+func (in *Injector) before(op Op, path string) error {
+	for _, h := range in.hooks {
+		if h.Before != nil && h.Ops.Has(op) {
+			if err := h.Before(op, path); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// after runs the After hooks of op.
+func (in *Injector) after(op Op, path string, f File, err error) {
+	for _, h := range in.hooks {
+		if h.After != nil && h.Ops.Has(op) {
+			h.After(op, path, f, err)
+		}
+	}
+}
+
+// do runs one operation: the Before hooks, the injection, the operation
+// and the After hooks.
+func (in *Injector) do(op Op, path string, f File, run func() error) error {
+	if len(in.hooks) == 0 {
+		if err := in.hit(op, path); err != nil {
+			return err
+		}
+		return run()
+	}
+	if err := in.before(op, path); err != nil {
+		return err
+	}
+	err := in.hit(op, path)
+	if err == nil {
+		err = run()
+	}
+	in.after(op, path, f, err)
+	return err
 }
 
 // NewInjector returns an Injector over fs (which must not be nil) that fails
@@ -179,76 +268,72 @@ func (in *Injector) wrap(f File, err error) (File, error) {
 	return &injFile{f: f, in: in}, nil
 }
 
-// Create implements [FS.Create].
-func (in *Injector) Create(name string) (File, error) {
-	if err := in.hit(OpCreate, name); err != nil {
+// open runs an operation that opens a file.
+func (in *Injector) open(op Op, name string, open func(string) (File, error)) (File, error) {
+	var f File
+	err := in.do(op, name, nil, func() (err error) {
+		f, err = in.wrap(open(name))
+		return err
+	})
+	if err != nil {
 		return nil, err
 	}
-	return in.wrap(in.fs.Create(name))
+	return f, nil
 }
+
+// Create implements [FS.Create].
+func (in *Injector) Create(name string) (File, error) { return in.open(OpCreate, name, in.fs.Create) }
 
 // Open implements [FS.Open].
-func (in *Injector) Open(name string) (File, error) {
-	if err := in.hit(OpOpen, name); err != nil {
-		return nil, err
-	}
-	return in.wrap(in.fs.Open(name))
-}
+func (in *Injector) Open(name string) (File, error) { return in.open(OpOpen, name, in.fs.Open) }
 
 // OpenRW implements [FS.OpenRW].
-func (in *Injector) OpenRW(name string) (File, error) {
-	if err := in.hit(OpOpen, name); err != nil {
-		return nil, err
-	}
-	return in.wrap(in.fs.OpenRW(name))
-}
+func (in *Injector) OpenRW(name string) (File, error) { return in.open(OpOpen, name, in.fs.OpenRW) }
 
 // Rename implements [FS.Rename].
 func (in *Injector) Rename(oldname, newname string) error {
-	if err := in.hit(OpRename, oldname+" -> "+newname); err != nil {
-		return err
-	}
-	return in.fs.Rename(oldname, newname)
+	return in.do(OpRename, oldname+" -> "+newname, nil, func() error { return in.fs.Rename(oldname, newname) })
 }
 
 // Remove implements [FS.Remove].
 func (in *Injector) Remove(name string) error {
-	if err := in.hit(OpRemove, name); err != nil {
-		return err
-	}
-	return in.fs.Remove(name)
+	return in.do(OpRemove, name, nil, func() error { return in.fs.Remove(name) })
 }
 
 // List implements [FS.List].
 func (in *Injector) List(dir string) ([]string, error) {
-	if err := in.hit(OpList, dir); err != nil {
+	var names []string
+	err := in.do(OpList, dir, nil, func() (err error) {
+		names, err = in.fs.List(dir)
+		return err
+	})
+	if err != nil {
 		return nil, err
 	}
-	return in.fs.List(dir)
+	return names, nil
 }
 
 // MkdirAll implements [FS.MkdirAll].
 func (in *Injector) MkdirAll(dir string) error {
-	if err := in.hit(OpMkdir, dir); err != nil {
-		return err
-	}
-	return in.fs.MkdirAll(dir)
+	return in.do(OpMkdir, dir, nil, func() error { return in.fs.MkdirAll(dir) })
 }
 
 // Stat implements [FS.Stat].
 func (in *Injector) Stat(name string) (int64, error) {
-	if err := in.hit(OpStat, name); err != nil {
+	var n int64
+	err := in.do(OpStat, name, nil, func() (err error) {
+		n, err = in.fs.Stat(name)
+		return err
+	})
+	if err != nil {
 		return 0, err
 	}
-	return in.fs.Stat(name)
+	return n, nil
 }
 
 // SyncDir implements [FS.SyncDir].
 func (in *Injector) SyncDir(dir string) error {
-	if err := in.hit(OpSyncDir, dir); err != nil {
-		return err
-	}
-	return in.fs.SyncDir(dir)
+	return in.do(OpSyncDir, dir, nil, func() error { return in.fs.SyncDir(dir) })
 }
 
 // Join implements [FS.Join].
@@ -260,61 +345,54 @@ type injFile struct {
 	in *Injector
 }
 
-func (f *injFile) ReadAt(p []byte, off int64) (int, error) {
-	if err := f.in.hit(OpRead, f.f.Name()); err != nil {
-		return 0, err
-	}
-	return f.f.ReadAt(p, off)
+func (f *injFile) do(op Op, run func() error) error { return f.in.do(op, f.f.Name(), f.f, run) }
+
+func (f *injFile) ReadAt(p []byte, off int64) (n int, err error) {
+	err = f.do(OpRead, func() (err error) {
+		n, err = f.f.ReadAt(p, off)
+		return err
+	})
+	return n, err
 }
 
-func (f *injFile) WriteAt(p []byte, off int64) (int, error) {
-	if err := f.in.hit(OpWrite, f.f.Name()); err != nil {
-		return 0, err
-	}
-	return f.f.WriteAt(p, off)
+func (f *injFile) WriteAt(p []byte, off int64) (n int, err error) {
+	err = f.do(OpWrite, func() (err error) {
+		n, err = f.f.WriteAt(p, off)
+		return err
+	})
+	return n, err
 }
 
 func (f *injFile) Close() error {
-	if err := f.in.hit(OpClose, f.f.Name()); err != nil {
+	closed := false
+	err := f.do(OpClose, func() error { closed = true; return f.f.Close() })
+	if !closed {
 		_ = f.f.Close() // a failed close(2) still releases the descriptor
-		return err
 	}
-	return f.f.Close()
+	return err
 }
 
-func (f *injFile) Sync() error {
-	if err := f.in.hit(OpSync, f.f.Name()); err != nil {
-		return err
-	}
-	return f.f.Sync()
-}
+func (f *injFile) Sync() error { return f.do(OpSync, f.f.Sync) }
 
-func (f *injFile) SyncAll() error {
-	if err := f.in.hit(OpSync, f.f.Name()); err != nil {
-		return err
-	}
-	return f.f.SyncAll()
-}
+func (f *injFile) SyncAll() error { return f.do(OpSync, f.f.SyncAll) }
 
 func (f *injFile) Preallocate(size int64) error {
-	if err := f.in.hit(OpPreallocate, f.f.Name()); err != nil {
-		return err
-	}
-	return f.f.Preallocate(size)
+	return f.do(OpPreallocate, func() error { return f.f.Preallocate(size) })
 }
 
 func (f *injFile) Truncate(size int64) error {
-	if err := f.in.hit(OpTruncate, f.f.Name()); err != nil {
-		return err
-	}
-	return f.f.Truncate(size)
+	return f.do(OpTruncate, func() error { return f.f.Truncate(size) })
 }
 
-func (f *injFile) Size() (int64, error) {
-	if err := f.in.hit(OpStat, f.f.Name()); err != nil {
+func (f *injFile) Size() (n int64, err error) {
+	err = f.do(OpStat, func() (err error) {
+		n, err = f.f.Size()
+		return err
+	})
+	if err != nil {
 		return 0, err
 	}
-	return f.f.Size()
+	return n, nil
 }
 
 func (f *injFile) Name() string { return f.f.Name() }

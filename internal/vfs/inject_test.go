@@ -259,3 +259,93 @@ func TestInjectorSweep(t *testing.T) {
 		t.Fatalf("the sweep did not find exactly the dropped Close error: %q", lost)
 	}
 }
+
+// TestInjectorHooks: a hook sees every operation of its kinds with its path,
+// Before runs before the operation and its error fails it (not counted, no
+// After, nothing done), After gets the operation's error and the file.
+func TestInjectorHooks(t *testing.T) {
+	for _, c := range opCases {
+		t.Run(fmt.Sprintf("%v %s", c.op, c.path), func(t *testing.T) {
+			mem := prepareInjected(t)
+			inj := vfs.NewInjector(mem, 0, -1)
+			var seen []string
+			inj.Hook(vfs.Hook{Ops: vfs.Ops(c.op),
+				Before: func(op vfs.Op, path string) error { seen = append(seen, "before "+op.String()+" "+path); return nil },
+				After: func(op vfs.Op, path string, f vfs.File, err error) {
+					seen = append(seen, fmt.Sprintf("after %v %s %v file=%v", op, path, err, f != nil))
+				}})
+			f, err := inj.OpenRW("/f")
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen = seen[:0] // the OpenRW above, when c.op is open
+			if err := c.do(inj, f); err != nil {
+				t.Fatal(err)
+			}
+			if len(seen) != 2 || seen[0] != "before "+c.op.String()+" "+c.path || !strings.HasPrefix(seen[1], "after "+c.op.String()+" "+c.path+" <nil>") {
+				t.Fatalf("hooks saw %q", seen)
+			}
+			switch c.op {
+			case vfs.OpRead, vfs.OpWrite, vfs.OpSync, vfs.OpPreallocate, vfs.OpTruncate, vfs.OpClose:
+				if !strings.HasSuffix(seen[1], "file=true") {
+					t.Fatalf("After of a file operation without the file: %q", seen[1])
+				}
+			case vfs.OpCreate, vfs.OpOpen, vfs.OpRename, vfs.OpRemove, vfs.OpList, vfs.OpSyncDir, vfs.OpMkdir:
+				if !strings.HasSuffix(seen[1], "file=false") {
+					t.Fatalf("After of a file-system operation with a file: %q", seen[1])
+				}
+			}
+
+			// A failing Before: the operation fails with its error, does
+			// nothing, is not counted and runs no After.
+			mem = prepareInjected(t)
+			before := dumpString(dump(t, mem, "/"))
+			boom := errors.New("boom")
+			inj = vfs.NewInjector(mem, vfs.AllOps, -1)
+			f, err = inj.OpenRW("/f")
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := inj.Count(vfs.AllOps)
+			after := 0
+			inj.Hook(vfs.Hook{Ops: vfs.Ops(c.op), Before: func(vfs.Op, string) error { return boom },
+				After: func(vfs.Op, string, vfs.File, error) { after++ }})
+			if err := c.do(inj, f); !errors.Is(err, boom) {
+				t.Fatalf("error %v, want the hook's", err)
+			}
+			if after != 0 || inj.Count(vfs.AllOps) != n {
+				t.Fatalf("After ran %d times, %d operations counted, want none", after, inj.Count(vfs.AllOps)-n)
+			}
+			if c.op != vfs.OpClose && c.op != vfs.OpRead && c.op != vfs.OpStat && c.op != vfs.OpList && c.op != vfs.OpOpen {
+				if got := dumpString(dump(t, mem, "/")); got != before {
+					t.Fatalf("a failed %v changed the file system:\n%s\nwas\n%s", c.op, got, before)
+				}
+			}
+		})
+	}
+}
+
+// TestInjectorFreeBytes: WithFreeBytes answers FreeBytes with the test's
+// function and passes everything else on.
+func TestInjectorFreeBytes(t *testing.T) {
+	mem := vfs.NewMem()
+	fs := vfs.NewInjector(mem, 0, -1).WithFreeBytes(func(dir string) (uint64, error) {
+		if dir != "/d" {
+			return 0, fmt.Errorf("dir %q", dir)
+		}
+		return 12345, nil
+	})
+	fb, ok := fs.(interface{ FreeBytes(string) (uint64, error) })
+	if !ok {
+		t.Fatal("no FreeBytes method")
+	}
+	if n, err := fb.FreeBytes("/d"); n != 12345 || err != nil {
+		t.Fatalf("FreeBytes = %d, %v", n, err)
+	}
+	if err := fs.MkdirAll("/x"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mem.List("/x"); err != nil {
+		t.Fatalf("MkdirAll did not reach the file system: %v", err)
+	}
+}

@@ -280,8 +280,7 @@ func streamSnapshot(info *SnapshotInfo, take func(*snapshot.Publisher) error, sr
 		return nil
 	})
 	if err == nil && info.Workers > 0 {
-		p.ParallelMin = 0
-		if err = p.StartWorkers(info.Workers); err == nil {
+		if err = p.SetParallel(snapshot.Parallel{Workers: info.Workers, Min: 1}); err == nil {
 			defer p.Close()
 		}
 	}

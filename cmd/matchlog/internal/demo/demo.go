@@ -71,9 +71,10 @@ type Options struct {
 	Instruments int
 	// Rate is the number of probes a second (default 5,000).
 	Rate float64
-	// SyncLevel is the archive's file sync level (default 1: a probe's
-	// Release means its command is on disk).
-	SyncLevel int
+	// SyncLevel is the archive's file sync level, 0, 1 or 2; nil (the
+	// zero value) is DefaultSyncLevel, 1: a probe's Release means its
+	// command is on disk. Level 0 is asked for explicitly, new(0).
+	SyncLevel *int
 	// Baseline is how long the probes run before the first snapshot
 	// (default 3 s); Gap how long after each snapshot and the restart
 	// (default 1.5 s); Settle how far before a snapshot's request and
@@ -98,6 +99,22 @@ type Options struct {
 	Progress io.Writer
 }
 
+// DefaultSyncLevel is the file sync level of Options{}.
+const DefaultSyncLevel = 1
+
+// syncLevel is the file sync level the run uses.
+func (o *Options) syncLevel() int {
+	if o.SyncLevel == nil {
+		return DefaultSyncLevel
+	}
+	return *o.SyncLevel
+}
+
+// nodeOptions are the node's options of a run in dir.
+func (o *Options) nodeOptions(dir string) cluster.Options {
+	return cluster.Options{FS: o.FS, Dir: dir, FileSyncLevel: o.syncLevel(), SnapshotMode: cluster.Pauseless}
+}
+
 func (o *Options) defaults() {
 	if o.Orders <= 0 {
 		o.Orders = 1_000_000
@@ -107,9 +124,6 @@ func (o *Options) defaults() {
 	}
 	if o.Rate <= 0 {
 		o.Rate = 5000
-	}
-	if o.SyncLevel < 0 {
-		o.SyncLevel = 0
 	}
 	if o.Baseline <= 0 {
 		o.Baseline = 3 * time.Second
@@ -229,7 +243,10 @@ const (
 // Run runs the demo.
 func Run(ctx context.Context, o Options) (*Report, error) {
 	o.defaults()
-	rep := &Report{Orders: o.Orders, Instruments: o.Instruments, SyncLevel: o.SyncLevel, ProbeRate: o.Rate,
+	if l := o.syncLevel(); l < 0 || l > 2 {
+		return nil, fmt.Errorf("demo: file sync level %d: give 0, 1 or 2 (nil: %d)", l, DefaultSyncLevel)
+	}
+	rep := &Report{Orders: o.Orders, Instruments: o.Instruments, SyncLevel: o.syncLevel(), ProbeRate: o.Rate,
 		LoadAvg: measure.LoadAvg(), NumCPU: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), Machine: thisMachine(time.Now())}
 	say := func(format string, args ...any) {
 		if o.Progress != nil {
@@ -267,7 +284,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	sopts := server.Options{
 		Addr:            "127.0.0.1:0",
-		Node:            cluster.Options{FS: o.FS, Dir: dir, FileSyncLevel: o.SyncLevel, SnapshotMode: cluster.Pauseless},
+		Node:            o.nodeOptions(dir),
 		SessionTimeout:  30 * time.Second,
 		WriteQueueBytes: o.WriteQueueBytes,
 	}
@@ -279,7 +296,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	defer func() { srv.stop() }()
 	addr := srv.s.Addr().String()
-	say("node: %s, listening on %s, file sync level %d", dir, addr, o.SyncLevel)
+	say("node: %s, listening on %s, file sync level %d", dir, addr, o.syncLevel())
 	rep.EgressQueueBytes = srv.s.WriteQueueBytes()
 	if rep.PreloadWindow, rep.ProbeWindow, err = windows(rep.EgressQueueBytes, o.Window); err != nil {
 		return nil, err

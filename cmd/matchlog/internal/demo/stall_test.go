@@ -18,38 +18,25 @@ import (
 	"github.com/matchlog/matchlog/internal/vfs"
 )
 
-// slowSyncFS delays one file sync by delay once armed.
+// slowSyncFS is an injector that delays one file sync by delay once armed.
 type slowSyncFS struct {
-	vfs.FS
+	*vfs.Injector
 	delay time.Duration
 	armed atomic.Bool
 	fired atomic.Int64 // unix ns of the delayed sync's start
 }
 
-type slowSyncFile struct {
-	vfs.File
-	fs *slowSyncFS
+func newSlowSyncFS(fs vfs.FS, delay time.Duration) *slowSyncFS {
+	f := &slowSyncFS{delay: delay}
+	f.Injector = vfs.NewInjector(fs, 0, -1).Hook(vfs.Hook{Ops: vfs.Ops(vfs.OpSync), Before: func(vfs.Op, string) error {
+		if f.armed.CompareAndSwap(true, false) {
+			f.fired.Store(time.Now().UnixNano())
+			time.Sleep(f.delay)
+		}
+		return nil
+	}})
+	return f
 }
-
-func (f *slowSyncFS) wrap(file vfs.File, err error) (vfs.File, error) {
-	if err != nil {
-		return nil, err
-	}
-	return slowSyncFile{file, f}, nil
-}
-
-func (f *slowSyncFS) Create(name string) (vfs.File, error) { return f.wrap(f.FS.Create(name)) }
-func (f *slowSyncFS) OpenRW(name string) (vfs.File, error) { return f.wrap(f.FS.OpenRW(name)) }
-
-func (f slowSyncFile) stall() {
-	if f.fs.armed.CompareAndSwap(true, false) {
-		f.fs.fired.Store(time.Now().UnixNano())
-		time.Sleep(f.fs.delay)
-	}
-}
-
-func (f slowSyncFile) Sync() error    { f.stall(); return f.File.Sync() }
-func (f slowSyncFile) SyncAll() error { f.stall(); return f.File.SyncAll() }
 
 // armOnProbes is a progress writer that arms fs after the given delay
 // once the demo says the probes started.
@@ -81,9 +68,9 @@ func (w *armOnProbes) Write(p []byte) (int, error) {
 // recording be among the causes, not that it be the only or the first one.
 func TestDemoStallOutsideWindows(t *testing.T) {
 	const delay = 400 * time.Millisecond
-	fs := &slowSyncFS{FS: vfs.Default, delay: delay}
+	fs := newSlowSyncFS(vfs.Default, delay)
 	prog := &armOnProbes{fs: fs, after: 150 * time.Millisecond}
-	opts := demo.Options{Orders: 5_000, Instruments: 2, Rate: 1000, SyncLevel: 1, Baseline: time.Second,
+	opts := demo.Options{Orders: 5_000, Instruments: 2, Rate: 1000, SyncLevel: new(1), Baseline: time.Second,
 		Gap: 200 * time.Millisecond, Settle: 50 * time.Millisecond, FS: fs, Progress: prog,
 		Dir: filepath.Join(t.TempDir(), "node")}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
