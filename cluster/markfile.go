@@ -101,6 +101,10 @@ type MarkFile struct {
 	PID               int64  `json:"pid"`
 	ServiceName       string `json:"service_name" doc:"matchlog for a matchlog node"`
 	ClusterDir        string `json:"cluster_dir"`
+	// MemberID and ClusterID are the consensus module's (not in the
+	// tools' JSON).
+	MemberID  int32 `json:"-"`
+	ClusterID int32 `json:"-"`
 }
 
 // MatchlogServiceName is the serviceName a matchlog node writes into its
@@ -134,6 +138,8 @@ func DecodeMarkFile(b []byte) (*MarkFile, error) {
 		ActivityTimestamp: int64(le.Uint64(h[8:])),
 		StartTimestamp:    int64(le.Uint64(h[16:])),
 		PID:               int64(le.Uint64(h[24:])),
+		MemberID:          int32(le.Uint32(h[56:])),
+		ClusterID:         int32(le.Uint32(h[72:])),
 	}
 	off := hdr + int(le.Uint16(b[0:])) // the block length from the header
 	var strs [6]string

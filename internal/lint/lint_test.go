@@ -89,6 +89,10 @@ var rules = map[string]rule{
 	"cluster/aeronhost":    {ours: join([]string{"cluster", "cluster/recordinglog"}, sbe, logBuffer), notLinked: []string{"engine"}},
 	// enginesvc is the one place that joins the engine and the node.
 	"cluster/enginesvc": {ours: join([]string{"cluster", "cluster/recordinglog", "engine", "snapshot", "wire"}, sbe, logBuffer, files)},
+	// retention reads positions through the archive, the recording log
+	// and the node's plan checks, and proves engine snapshots through
+	// enginesvc's strict offline reader; it writes nothing.
+	"cluster/retention": {ours: join([]string{"archive", "cluster", "cluster/recordinglog", "cluster/enginesvc"}, sbe, files)},
 
 	// wire: the engine's messages, shared by client and node.
 	"wire": {ours: join([]string{"engine"}, sbe)},
