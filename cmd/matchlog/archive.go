@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/matchlog/matchlog/archive"
+	"github.com/matchlog/matchlog/cluster/retention"
 	"github.com/matchlog/matchlog/internal/vfs"
 )
 
@@ -37,6 +38,13 @@ ArchiveTool takes it:
   replay    --id N [--from P] [--to P]: print each frame (position, length,
             type, session, stream, term id and offset, SBE header); with
             --json, counts
+
+detach and purge of a node's archive (cluster/recording.log beside it, ours or
+Aeron's) refuse to move the log recording's start past C, the greatest segment
+boundary at or below the latest complete snapshot set's position S (with no
+such set, any detach of the log), and any detach of a snapshot recording: the
+error names S, C and the position asked for. --unsafe-past-snapshot overrides
+and says so in the output. 'matchlog retention plan' computes a safe cutoff.
 
 detach, delete, purge and verify --truncate|--mark-invalid refuse a directory
 whose archive-mark.dat shows a live archive (activity within 10 s and its
@@ -62,6 +70,7 @@ type archiveFlags struct {
 	markInvalid bool
 	now         bool
 	delay       time.Duration
+	unsafe      bool
 }
 
 // archiveCommands are the commands of `matchlog archive`, with the flags
@@ -72,9 +81,9 @@ var archiveCommands = map[string]struct {
 }{
 	"describe": {[]string{"id"}, archiveDescribe},
 	"verify":   {[]string{"all", "truncate", "mark-invalid", "id"}, archiveVerify},
-	"detach":   {[]string{"id", "position"}, archiveDetach},
+	"detach":   {[]string{"id", "position", "unsafe-past-snapshot"}, archiveDetach},
 	"delete":   {[]string{"id", "now", "delay"}, archiveDelete},
-	"purge":    {[]string{"id", "position", "now", "delay"}, archivePurge},
+	"purge":    {[]string{"id", "position", "now", "delay", "unsafe-past-snapshot"}, archivePurge},
 	"replay":   {[]string{"id", "from", "to"}, archiveReplay},
 }
 
@@ -123,6 +132,8 @@ func runArchive(args []string, stdout, stderr io.Writer) error {
 			fs.BoolVar(&f.now, "now", false, "unlink the renamed files at once")
 		case "delay":
 			fs.DurationVar(&f.delay, "delay", archive.DefaultDeleteDelay, "delay before unlinking; 0 unlinks at once")
+		case "unsafe-past-snapshot":
+			fs.BoolVar(&f.unsafe, "unsafe-past-snapshot", false, "detach even past the latest snapshot's boundary (a restart of this member then needs a rebuild)")
 		}
 	}
 	fs.Usage = usageWithJSON(fs, fmt.Sprintf("usage: matchlog archive %s --dir D [flags]\n\n", name), archiveJSONDocs[name])
@@ -469,6 +480,7 @@ type removalJSON struct {
 	Renamed     int              `json:"renamed" doc:"segment files renamed to *.deleted"`
 	Unlinked    int              `json:"unlinked" doc:"files unlinked"`
 	Pending     []segmentRefJSON `json:"pending_deletion" doc:"renamed files the archive unlinks after the delay"`
+	Unsafe      string           `json:"unsafe_past_snapshot,omitempty" doc:"set when --unsafe-past-snapshot overrode the snapshot check: what it overrode"`
 }
 
 func archiveDetach(f *archiveFlags, stdout io.Writer) error {
@@ -487,6 +499,15 @@ func archiveRemove(f *archiveFlags, stdout io.Writer, detach, del bool) (err err
 	if err := checkRemoval(f, detach, del); err != nil {
 		return err
 	}
+	var overridden string
+	if detach {
+		if err := checkPastSnapshot(f.dir, f.id, f.position); err != nil {
+			if !f.unsafe {
+				return fmt.Errorf("%w (--unsafe-past-snapshot overrides)", err)
+			}
+			overridden = err.Error()
+		}
+	}
 	a, err := openArchive(f)
 	if err != nil {
 		return err
@@ -496,7 +517,7 @@ func archiveRemove(f *archiveFlags, stdout io.Writer, detach, del bool) (err err
 	if err != nil {
 		return err
 	}
-	out := removalJSON{RecordingID: f.id, OldStart: d.StartPosition, NewStart: d.StartPosition, Pending: []segmentRefJSON{}}
+	out := removalJSON{RecordingID: f.id, OldStart: d.StartPosition, NewStart: d.StartPosition, Pending: []segmentRefJSON{}, Unsafe: overridden}
 	unlinkNow := del && (f.now || f.delay == 0)
 	if unlinkNow {
 		// Files an earlier run renamed (scheduled again by Open) go first,
@@ -536,6 +557,9 @@ func archiveRemove(f *archiveFlags, stdout io.Writer, detach, del bool) (err err
 		return writeJSON(stdout, out)
 	}
 	var b strings.Builder
+	if out.Unsafe != "" {
+		fmt.Fprintf(&b, "WARNING: --unsafe-past-snapshot overrode the snapshot check: %s\n", out.Unsafe)
+	}
 	fmt.Fprintf(&b, "recording %d: start %d -> %d\n", out.RecordingID, out.OldStart, out.NewStart)
 	if del {
 		fmt.Fprintf(&b, "renamed %d segment files to *%s, unlinked %d\n", out.Renamed, archive.DeletedSuffix, out.Unlinked)
@@ -547,6 +571,22 @@ func archiveRemove(f *archiveFlags, stdout io.Writer, detach, del bool) (err err
 	}
 	_, err = io.WriteString(stdout, b.String())
 	return err
+}
+
+// checkPastSnapshot refuses a detach of recording id in the archive
+// directory adir to newStart that removes log a restart of the node whose
+// archive it is needs (retention.CheckDetach). An archive with no
+// cluster/recording.log beside it belongs to no node: nothing to check.
+func checkPastSnapshot(adir string, id, newStart int64) error {
+	node := filepath.Dir(adir)
+	if _, err := os.Stat(filepath.Join(node, "cluster", "recording.log")); err != nil {
+		return nil
+	}
+	if filepath.Base(adir) != "archive" {
+		return fmt.Errorf("%s has cluster/recording.log beside it, but is not named archive/: the snapshot check cannot read the node; "+
+			"copy the node into a directory with cluster/ and archive/, or pass --unsafe-past-snapshot", adir)
+	}
+	return retention.CheckDetach(vfs.Default, node, id, newStart)
 }
 
 // replayCounts is the output of `archive replay --json`.

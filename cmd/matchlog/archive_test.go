@@ -14,10 +14,12 @@ import (
 )
 
 // copyArchiveFixture copies real Aeron's archive directory (read-only
-// original) into a temp directory and returns the copy.
+// original) into a temp directory and returns the copy: the archive alone,
+// with no cluster/recording.log beside it, so detach and purge work on it
+// without the snapshot check (TestPurgePastSnapshotRefused covers that).
 func copyArchiveFixture(t *testing.T) string {
 	t.Helper()
-	return filepath.Join(fixtures.CopyAeronSingleNode(t), "archive")
+	return filepath.Join(fixtures.CopyAeronSingleNode(t, "archive"), "archive")
 }
 
 func hasTemplate(c replayCounts, schema, template uint16, frames int) bool {

@@ -152,9 +152,9 @@ func TestGoldenAeron(t *testing.T) {
 		goldenCase{name: "cluster-invalidate-json", args: []string{"cluster", "invalidate-latest-snapshot", "--json"}, fresh: true},
 		goldenCase{name: "cluster-snapshot-refused", args: []string{"cluster", "snapshot"}, fresh: true},
 		goldenCase{name: "archive-detach", args: []string{"archive", "detach", "--id", "0", "--position", "131072"}, fresh: true},
-		goldenCase{name: "archive-detach-json", args: []string{"archive", "detach", "--id", "0", "--position", "131072", "--json"}, fresh: true},
-		goldenCase{name: "archive-purge", args: []string{"archive", "purge", "--id", "0", "--position", "131072"}, fresh: true},
-		goldenCase{name: "archive-purge-json", args: []string{"archive", "purge", "--id", "0", "--position", "131072", "--delay", "0", "--json"}, fresh: true},
+		goldenCase{name: "archive-detach-json", args: []string{"archive", "detach", "--id", "0", "--position", "131072", "--json", "--unsafe-past-snapshot"}, fresh: true},
+		goldenCase{name: "archive-purge", args: []string{"archive", "purge", "--id", "0", "--position", "131072", "--unsafe-past-snapshot"}, fresh: true},
+		goldenCase{name: "archive-purge-json", args: []string{"archive", "purge", "--id", "0", "--position", "131072", "--delay", "0", "--json", "--unsafe-past-snapshot"}, fresh: true},
 		goldenCase{name: "archive-verify-missing-id", args: []string{"archive", "verify", "--id", "7"}},
 	)
 	runGoldenCases(t, "aeron", cases, func() string { return fixtures.CopyAeronSingleNode(t) })

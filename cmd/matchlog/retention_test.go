@@ -1,0 +1,72 @@
+package main
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/matchlog/matchlog/internal/fixtures"
+)
+
+// copyThreeMember copies member-N of the Aeron three-members fixture
+// (cluster/ and archive/) into a new directory and returns it.
+func copyThreeMember(t *testing.T, n string) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), "member-"+n)
+	copyTree(t, filepath.Join(fixtures.AeronThreeMembers(t), "member-"+n), dst)
+	return dst
+}
+
+// archive detach and purge of a node's log recording refuse, by default,
+// to move its start past C (the greatest segment boundary ≤ the latest
+// complete snapshot set's S; with no set, past its start at all), naming
+// S, C and the position asked for, and change nothing; a detach to C or
+// below goes on; --unsafe-past-snapshot overrides and says so. On real
+// Aeron directories (members 0 and 2 of three-members) and a native node
+// directory whose latest set was invalidated.
+func TestPurgePastSnapshotRefused(t *testing.T) {
+	native := copyNode(t, buildTwoSetDir(t))
+	mustCLI(t, "cluster", "invalidate-latest-snapshot", "--dir", native) // S = 45120: C = 0
+	for _, c := range []struct {
+		dir, verb, pos, want string
+	}{
+		{copyThreeMember(t, "0"), "purge", "1179648", "past C = 1048576, the greatest segment boundary ≤ S = 1101600"},
+		{copyThreeMember(t, "0"), "detach", "1179648", "--position 1179648 is past C = 1048576"},
+		{copyThreeMember(t, "2"), "purge", "393216", "--position 393216 is past C = 262144, the greatest segment boundary ≤ S = 314464"},
+		{native, "purge", "131072", "--position 131072 is past C = 0, the greatest segment boundary ≤ S = 45120"},
+		{copyThreeMember(t, "0"), "detach", "1179648", "--unsafe-past-snapshot overrides"},
+	} {
+		adir := filepath.Join(c.dir, "archive")
+		before := treeHashes(t, c.dir)
+		failCLI(t, c.want, "archive", c.verb, "--dir", adir, "--id", "0", "--position", c.pos)
+		sameTree(t, c.verb+" "+c.pos, before, treeHashes(t, c.dir))
+	}
+	// A snapshot recording is never detached.
+	m0 := copyThreeMember(t, "0")
+	failCLI(t, "recording 5 is the snapshot of service 0 at log position 1101600", "archive", "detach", "--dir", filepath.Join(m0, "archive"), "--id", "5", "--position", "131072")
+	// To C it goes on.
+	out := mustCLI(t, "archive", "detach", "--dir", filepath.Join(m0, "archive"), "--id", "0", "--position", "1048576")
+	if !strings.Contains(out, "start 655360 -> 1048576") || strings.Contains(out, "WARNING") {
+		t.Fatalf("detach to C: %s", out)
+	}
+	// The override goes on and says what it overrode.
+	out = mustCLI(t, "archive", "purge", "--dir", filepath.Join(native, "archive"), "--id", "0", "--position", "131072", "--unsafe-past-snapshot", "--json")
+	var r removalJSON
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.NewStart != 131072 || !strings.Contains(r.Unsafe, "past C = 0") {
+		t.Fatalf("override: %+v", r)
+	}
+}
+
+// With no snapshot set at all, any detach of the log is refused: a restart
+// replays it whole.
+func TestPurgeWithoutSnapshotRefused(t *testing.T) {
+	d := filepath.Join(fixtures.CopyAeronSingleNode(t), "archive")
+	// single-node-1: S = 115744, C = 0.
+	failCLI(t, "past C = 0, the greatest segment boundary ≤ S = 115744", "archive", "purge", "--dir", d, "--id", "0", "--position", "131072")
+	mustCLI(t, "cluster", "invalidate-latest-snapshot", "--dir", filepath.Dir(d))
+	failCLI(t, "holds no complete, loadable snapshot set (S = -1, C = -1)", "archive", "purge", "--dir", d, "--id", "0", "--position", "131072")
+}
