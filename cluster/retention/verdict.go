@@ -130,6 +130,12 @@ func Decide(f *Facts) (v Verdict) {
 		}
 		return ""
 	}
+	// The catch-up check is made only against a live source.
+	addCatchUp := func() {
+		if f.LiveGiven {
+			add(CheckCatchUp, catchUp, "L = %d, P = %d%s", pos.L, pos.P, suffix(catchUpWhy()))
+		}
+	}
 	defer func() { v.Costs = costs(f, pos, v.Verdict, catchUp) }()
 
 	// Counts: the configured services against recording.log's set.
@@ -188,7 +194,7 @@ func Decide(f *Facts) (v Verdict) {
 			reason("no snapshot, and the local log starts at A = %d, not 0: not a valid initial state unless this is a deliberately rebased, tested image", pos.A)
 			return v
 		}
-		add(CheckCatchUp, catchUp, "L = %d, P = %d%s", pos.L, pos.P, suffix(catchUpWhy()))
+		addCatchUp()
 		switch {
 		case !ok:
 			v.Verdict = Rebuild
@@ -236,7 +242,7 @@ func Decide(f *Facts) (v Verdict) {
 		}
 		ok, why := contiguous(fbPos)
 		add(CheckReplayRange, ok, "%s", why)
-		add(CheckCatchUp, catchUp, "L = %d, P = %d%s", pos.L, pos.P, suffix(catchUpWhy()))
+		addCatchUp()
 		if ok && (catchUp || !f.LiveGiven) {
 			v.Verdict = InvalidateLatestSnapshot
 			v.Fallback = fbPos
@@ -254,7 +260,7 @@ func Decide(f *Facts) (v Verdict) {
 	add(CheckSnapshotLoads, true, "every recording of the set at %d was read back and proven", latest.LogPosition)
 	ok, why := contiguous(pos.S)
 	add(CheckReplayRange, ok, "%s", why)
-	add(CheckCatchUp, catchUp, "L = %d, P = %d%s", pos.L, pos.P, suffix(catchUpWhy()))
+	addCatchUp()
 	switch {
 	case !exist || !ok:
 		v.Verdict = Rebuild
