@@ -247,6 +247,9 @@ func TestGoldenHelp(t *testing.T) {
 	for _, name := range sortedKeys(keys(archiveCommands)) {
 		add("archive", name)
 	}
+	for _, name := range sortedKeys(keys(retentionCommands)) {
+		add("retention", name)
+	}
 	for _, name := range []string{"engine", "snapshot", "archive", "cluster"} {
 		add("bench", name)
 	}

@@ -70,3 +70,50 @@ func TestPurgeWithoutSnapshotRefused(t *testing.T) {
 	mustCLI(t, "cluster", "invalidate-latest-snapshot", "--dir", filepath.Dir(d))
 	failCLI(t, "holds no complete, loadable snapshot set (S = -1, C = -1)", "archive", "purge", "--dir", d, "--id", "0", "--position", "131072")
 }
+
+// TestGoldenRetention keeps retention's tables and JSON stable, on the
+// three-member Aeron fixture (read in place: the commands only read; the
+// tree is compared before and after) and on the deterministic native node.
+func TestGoldenRetention(t *testing.T) {
+	d := fixtures.AeronThreeMembers(t)
+	before := treeHashes(t, d)
+	m := func(i string) string {
+		return i + "=" + filepath.Join(d, "member-"+i, "cluster") + "," + filepath.Join(d, "member-"+i, "archive")
+	}
+	all := []string{"--member", m("0"), "--member", m("1"), "--member", m("2"), "--live", filepath.Join(d, "member-0", "archive")}
+	one := func(i string) []string { return []string{"--member", m(i), "--live", filepath.Join(d, "member-0", "archive")} }
+	var b strings.Builder
+	for _, c := range []struct {
+		name string
+		args []string
+	}{
+		{"positions", append([]string{"positions"}, all...)},
+		{"positions-json", append([]string{"positions", "--json"}, all...)},
+		{"verdict", append([]string{"verdict"}, all...)},
+		{"verdict-json", append([]string{"verdict", "--json"}, all...)},
+		{"verdict-json-one", append([]string{"verdict", "--json"}, one("2")...)},
+		{"plan", append([]string{"plan"}, all...)},
+		{"plan-json", append([]string{"plan", "--json"}, all...)},
+		{"plan-json-one", append([]string{"plan", "--json"}, one("0")...)},
+		{"plan-cutoff-refused", append([]string{"plan", "--cutoff", "1000000"}, one("0")...)},
+		{"plan-model-b-refused", append([]string{"plan", "--model", "B", "--json"}, one("0")...)},
+	} {
+		b.Reset()
+		b.WriteString(goldenRun(t, d, append([]string{"retention"}, c.args...)...))
+		checkGolden(t, "retention-aeron-"+c.name, b.String())
+	}
+	sameTree(t, "retention on the fixture", before, treeHashes(t, d))
+
+	node := goldenNodeDir(t)
+	for _, c := range []struct {
+		name string
+		args []string
+	}{
+		{"positions-json", []string{"positions", "--json"}},
+		{"plan-json", []string{"plan", "--json"}},
+	} {
+		args := append([]string{"retention"}, c.args...)
+		args = append(args, "--member", "0="+node, "--live", filepath.Join(node, "archive"))
+		checkGolden(t, "retention-node-"+c.name, goldenRun(t, node, args...))
+	}
+}
