@@ -81,7 +81,9 @@ func TestGoldenRetention(t *testing.T) {
 		return i + "=" + filepath.Join(d, "member-"+i, "cluster") + "," + filepath.Join(d, "member-"+i, "archive")
 	}
 	all := []string{"--member", m("0"), "--member", m("1"), "--member", m("2"), "--live", filepath.Join(d, "member-0", "archive")}
-	one := func(i string) []string { return []string{"--member", m(i), "--live", filepath.Join(d, "member-0", "archive")} }
+	one := func(i string) []string {
+		return []string{"--member", m(i), "--live", filepath.Join(d, "member-0", "archive")}
+	}
 	var b strings.Builder
 	for _, c := range []struct {
 		name string
