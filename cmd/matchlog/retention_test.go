@@ -1,11 +1,17 @@
 package main
 
 import (
+	"encoding/binary"
 	"encoding/json"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/matchlog/matchlog/archive"
+	"github.com/matchlog/matchlog/engine/enginetest"
 	"github.com/matchlog/matchlog/internal/fixtures"
 )
 
@@ -117,5 +123,139 @@ func TestGoldenRetention(t *testing.T) {
 		args := append([]string{"retention"}, c.args...)
 		args = append(args, "--member", "0="+node, "--live", filepath.Join(node, "archive"))
 		checkGolden(t, "retention-node-"+c.name, goldenRun(t, node, args...))
+	}
+}
+
+// verdictCLI runs `retention verdict --json` for member 0 in dir
+// (live source: live's archive, "" none) and returns its verdict.
+func verdictCLI(t *testing.T, dir, live string) verdictJSON {
+	t.Helper()
+	args := []string{"retention", "verdict", "--json", "--member", "0=" + dir}
+	if live != "" {
+		args = append(args, "--live", filepath.Join(live, "archive"))
+	}
+	var v verdictJSON
+	if err := json.Unmarshal([]byte(mustCLI(t, args...)), &v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// snapshotNode submits k commands to tn and takes a snapshot.
+func snapshotNode(t *testing.T, tn *testNode, k int) {
+	t.Helper()
+	tn.submit(k)
+	tn.node.RequestSnapshot()
+	tn.drain()
+	if err := tn.node.AwaitSnapshot(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// damageEngineSnapshot flips one payload byte of a large frame of the
+// first segment of recording id in dir: the frames stay whole, the strict
+// loader's checksum no longer matches.
+func damageEngineSnapshot(t *testing.T, dir string, id int64) {
+	t.Helper()
+	p := filepath.Join(dir, "archive", archive.SegmentFileName(id, 0))
+	b := mustRead(t, p)
+	off := int64(-1)
+	for o := int64(0); o+32 <= int64(len(b)); {
+		n := int64(binary.LittleEndian.Uint32(b[o:]))
+		if n <= 0 {
+			break
+		}
+		if n > 1000 && off < 0 {
+			off = o + 32 + n/2
+		}
+		o += (n + 31) &^ 31
+	}
+	if off < 0 {
+		t.Fatalf("%s: no frame to damage", p)
+	}
+	b[off] ^= 0xff
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Native node directories for each row of the verdict table, built by
+// stopping nodes at the right moments, copying a directory to make a stale
+// member, purging a live source past it, and damaging the latest snapshot;
+// `retention verdict` computes each, with the numbers behind it. And a
+// running member's plan is refused.
+func TestRetentionScenarios(t *testing.T) {
+	gen := enginetest.NewGen(21, enginetest.GenConfig{})
+	// A live source: 300 commands (the stale copy is taken here), then
+	// 2300 more, a snapshot, 100 more; its log then purged to its C.
+	src := filepath.Join(t.TempDir(), "src")
+	tn := openTestNode(t, src, gen)
+	tn.submit(300)
+	tn.close()
+	stale := copyNode(t, src)
+	tn = openTestNode(t, src, gen)
+	snapshotNode(t, tn, 2300)
+	tn.submit(100)
+	tn.close()
+	full := copyNode(t, src) // the log from 0, one set
+	var pos positionsListJSON
+	if err := json.Unmarshal([]byte(mustCLI(t, "retention", "positions", "--json", "--member", "0="+src)), &pos); err != nil {
+		t.Fatal(err)
+	}
+	c := pos.Members[0].C
+	if c < 131072 {
+		t.Fatalf("source C %d: the purge below would not pass the stale member", c)
+	}
+	mustCLI(t, "archive", "purge", "--dir", filepath.Join(src, "archive"), "--id", "0", "--position", fmt.Sprint(c), "--delay", "0")
+
+	// No snapshot, log from 0 → full replay; the same log detached (by
+	// override) → rebuild unless rebased.
+	noSnap := filepath.Join(t.TempDir(), "nosnap")
+	tn = openTestNode(t, noSnap, enginetest.NewGen(22, enginetest.GenConfig{}))
+	tn.submit(1500)
+	tn.close()
+	rebased := copyNode(t, noSnap)
+	mustCLI(t, "archive", "detach", "--dir", filepath.Join(rebased, "archive"), "--id", "0", "--position", "131072", "--unsafe-past-snapshot")
+
+	// Two sets, the latest damaged → invalidate-latest-snapshot, falling
+	// back to the first set.
+	damaged := copyNode(t, buildTwoSetDir(t))
+	damageEngineSnapshot(t, damaged, 3)
+
+	emptyDisk := filepath.Join(t.TempDir(), "empty")
+	if err := os.MkdirAll(emptyDisk, 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, c := range []struct {
+		name, dir, live, verdict string
+		reason                   string
+	}{
+		{"normal restart", full, full, "normal-restart", "complete set at S = "},
+		{"normal restart, purged source", src, src, "normal-restart", "the live source retains from L = "},
+		{"stale member, source purged past it", stale, src, "rebuild", "after P = "},
+		{"no snapshot, log from 0", noSnap, noSnap, "full-replay", "a full local replay"},
+		{"no snapshot, log after 0", rebased, noSnap, "rebuild-unless-rebased", "not 0: not a valid initial state"},
+		{"latest set damaged", damaged, damaged, "invalidate-latest-snapshot", "the set at 45120 and its log"},
+		{"empty disk, source from 0", emptyDisk, full, "empty-disk-restart", "retains its log from L = 0"},
+		{"empty disk, source purged", emptyDisk, src, "rebuild-from-image", "after 0: rebuild from a verified image"},
+	} {
+		before := treeHashes(t, c.dir)
+		v := verdictCLI(t, c.dir, c.live)
+		if v.Verdict != c.verdict || !strings.Contains(strings.Join(v.Reasons, "; "), c.reason) {
+			t.Errorf("%s: verdict %s %v, want %s (%q)", c.name, v.Verdict, v.Reasons, c.verdict, c.reason)
+		}
+		sameTree(t, c.name, before, treeHashes(t, c.dir))
+	}
+	if v := verdictCLI(t, damaged, damaged); v.Fallback != 45120 {
+		t.Errorf("damaged: fallback %d, want 45120", v.Fallback)
+	}
+
+	// A running member's plan is refused (member-running).
+	tn = openTestNode(t, copyNode(t, full), enginetest.NewGen(23, enginetest.GenConfig{}))
+	code, out, _ := runCLI(t, "retention", "plan", "--json", "--member", "0="+tn.dir)
+	tn.close()
+	if code != 1 || !strings.Contains(out, `"rule": "member-running"`) {
+		t.Errorf("plan of a running member: exit %d\n%s", code, out)
 	}
 }
