@@ -124,7 +124,7 @@ type Facts struct {
 	H int64 `json:"H"`
 	B int64 `json:"B"`
 	// MarkMemberID and ClusterID are cluster-mark.dat's (-1: no mark
-	// file).
+	// file; MarkMemberID also for a matchlog node's, which always says 0).
 	MarkMemberID int32 `json:"mark_member_id"`
 	ClusterID    int32 `json:"cluster_id"`
 	// LiveGiven: a live source was given.
@@ -156,6 +156,9 @@ func Gather(fsys vfs.FS, m Member, opts Options) (*Facts, error) {
 	}
 	if mf, err := cluster.ReadMarkFile(fsys, fsys.Join(m.Dir, cluster.ClusterDirName)); err == nil {
 		f.MarkMemberID, f.ClusterID = mf.MemberID, mf.ClusterID
+		if mf.IsMatchlog() {
+			f.MarkMemberID = -1 // a native node is one member: it writes 0 whatever its role
+		}
 	}
 	if err := gatherLive(fsys, f, opts); err != nil {
 		return nil, err

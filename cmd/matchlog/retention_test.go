@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/matchlog/matchlog/archive"
 	"github.com/matchlog/matchlog/engine/enginetest"
 	"github.com/matchlog/matchlog/internal/fixtures"
+	"github.com/matchlog/matchlog/internal/vfs"
 )
 
 // copyThreeMember copies member-N of the Aeron three-members fixture
@@ -257,5 +259,101 @@ func TestRetentionScenarios(t *testing.T) {
 	tn.close()
 	if code != 1 || !strings.Contains(out, `"rule": "member-running"`) {
 		t.Errorf("plan of a running member: exit %d\n%s", code, out)
+	}
+}
+
+// planCLI runs `retention plan --json` with args and returns its exit
+// status and document (the members array: one member's is lifted into it).
+func planCLI(t *testing.T, args ...string) (int, []planMemberJSON) {
+	t.Helper()
+	code, out, errb := runCLI(t, append([]string{"retention", "plan", "--json"}, args...)...)
+	var list planListJSON
+	if err := json.Unmarshal([]byte(out), &list); err != nil || (code != 0 && code != 1) {
+		t.Fatalf("plan %v: exit %d, %v\n%s\n%s", args, code, err, out, errb)
+	}
+	if len(list.Members) == 0 {
+		var one planOneJSON
+		if err := json.Unmarshal([]byte(out), &one); err != nil {
+			t.Fatal(err)
+		}
+		list.Members = []planMemberJSON{one.planMemberJSON}
+	}
+	return code, list.Members
+}
+
+func rules(m planMemberJSON) []string {
+	var out []string
+	for _, r := range m.Refusals {
+		out = append(out, r.Rule)
+	}
+	return out
+}
+
+// Each refusal rule on native node directories: a protected member behind
+// the cutoff (until --postpone or --withdraw), no complete set, a segment
+// file missing, the log recording left open, model B without a backup, a
+// --cutoff past S; a refused plan exits 1 and changes nothing.
+func TestRetentionPlanRefusals(t *testing.T) {
+	gen := enginetest.NewGen(31, enginetest.GenConfig{})
+	src := filepath.Join(t.TempDir(), "src")
+	tn := openTestNode(t, src, gen)
+	tn.submit(300)
+	tn.close()
+	stale := copyNode(t, src) // P ≈ 45 KB, log from 0: a normal restart against src
+	tn = openTestNode(t, src, gen)
+	snapshotNode(t, tn, 2300)
+	tn.submit(100)
+	tn.close()
+	two := []string{"--member", "0=" + src, "--member", "1=" + stale, "--live", filepath.Join(src, "archive")}
+	before := treeHashes(t, src)
+
+	code, ms := planCLI(t, two...)
+	if code != 1 || ms[0].Approved || !slices.Contains(rules(ms[0]), "protected-member-behind-cutoff") || ms[1].Verdict != "full-replay" {
+		t.Errorf("stale protected member: exit %d, %+v, member 1 %s", code, ms[0].Refusals, ms[1].Verdict)
+	}
+	// Member 1 has no snapshot of its own to keep: its own plan is refused
+	// whatever is chosen for it (exit 1); member 0's is what the choice
+	// decides.
+	code, ms = planCLI(t, append(two, "--withdraw", "1")...)
+	if code != 1 || !slices.Equal(rules(ms[1]), []string{"no-complete-set-retained"}) || !ms[0].Approved || ms[0].Manifest.ProposedStart != ms[0].C || len(ms[0].Manifest.Detach) == 0 || !slices.Equal(ms[0].Manifest.WithdrawnMembers, []int32{1}) {
+		t.Errorf("--withdraw 1: exit %d, member 1 %v, %+v", code, rules(ms[1]), ms[0])
+	}
+	code, ms = planCLI(t, append(two, "--postpone")...)
+	if code != 1 || !ms[0].Approved || !ms[0].Manifest.Postponed || len(ms[0].Manifest.Detach) != 0 {
+		t.Errorf("--postpone: exit %d, %+v", code, ms[0].Manifest)
+	}
+	one := []string{"--member", "0=" + src}
+	if code, ms = planCLI(t, append(one, "--model", "B")...); code != 1 || !slices.Equal(rules(ms[0]), []string{"model-b-without-backup"}) {
+		t.Errorf("model B: %v", rules(ms[0]))
+	}
+	if code, ms = planCLI(t, append(one, "--cutoff", fmt.Sprint(ms[0].S+1))...); code != 1 || !slices.Contains(rules(ms[0]), "cutoff-after-snapshot") {
+		t.Errorf("--cutoff past S: %v", rules(ms[0]))
+	}
+	sameTree(t, "refused plans", before, treeHashes(t, src))
+
+	// No snapshot at all.
+	if code, ms = planCLI(t, "--member", "0="+stale); code != 1 || !slices.Equal(rules(ms[0]), []string{"no-complete-set-retained"}) {
+		t.Errorf("no snapshot: %v", rules(ms[0]))
+	}
+	// A segment file of the log missing.
+	missing := copyNode(t, src)
+	removeFile(t, missing, filepath.Join("archive", archive.SegmentFileName(0, 131072)))
+	if code, ms = planCLI(t, "--member", "0="+missing); code != 1 || !slices.Contains(rules(ms[0]), "catalog-recording-log-files-disagree") {
+		t.Errorf("missing segment: %v", rules(ms[0]))
+	}
+	// The log recording left open (no stop position: a crash).
+	open := copyNode(t, src)
+	cat, err := archive.OpenCatalogFile(vfs.Default, filepath.Join(open, "archive"), archive.CatalogOptions{SyncLevel: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cat.UpdateStopPosition(0, archive.NullPosition); err != nil {
+		t.Fatal(err)
+	}
+	if err := cat.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if code, ms = planCLI(t, "--member", "0="+open); code != 1 || !slices.Contains(rules(ms[0]), "recording-active") || ms[0].P != ms[0].Manifest.StopPosition || ms[0].P <= 0 {
+		t.Errorf("open recording: P %d, %v", ms[0].P, rules(ms[0]))
 	}
 }
