@@ -65,7 +65,10 @@ type Recording struct {
 	StateHash string        `json:"state_hash,omitempty"`
 	Files     []SegmentFile `json:"files"`
 	Bytes     int64         `json:"bytes"`
-	Problem   string        `json:"problem,omitempty"`
+	// Active: the catalog has no stop position for it (being recorded,
+	// or left open by a crash).
+	Active  bool   `json:"active"`
+	Problem string `json:"problem,omitempty"`
 }
 
 // Set is the snapshots recording.log holds at one leadership term and log
@@ -206,7 +209,7 @@ func Gather(fsys vfs.FS, m Member, opts Options) (*Facts, error) {
 	}
 	for _, r := range desc.Recordings {
 		if r.State == archive.StateValid && !named[r.Descriptor.RecordingID] && r.Descriptor.RecordingID != f.LogRecordingID {
-			rec := Recording{RecordingID: r.Descriptor.RecordingID, ServiceID: -2, Exists: true}
+			rec := Recording{RecordingID: r.Descriptor.RecordingID, ServiceID: -2, Exists: true, Active: r.Descriptor.StopPosition == archive.NullPosition}
 			rec.Files, rec.Bytes = files(r.Segments)
 			f.Orphans = append(f.Orphans, rec)
 		}
@@ -376,6 +379,7 @@ func gatherSets(fsys vfs.FS, dir, adir string, entries []recordinglog.Entry, byI
 			default:
 				r.Files, r.Bytes = files(info.Segments)
 				r.Exists = true
+				r.Active = info.Descriptor.StopPosition == archive.NullPosition
 				proveLoadable(fsys, dir, adir, info.Descriptor, s.LogPosition, r)
 			}
 			loadable = loadable && r.Loadable

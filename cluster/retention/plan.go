@@ -165,6 +165,20 @@ func MakePlan(members []*Facts, opts PlanOptions) Plan {
 			refuse(RefuseRecordingActive, "stop the member cleanly (a crash leaves the recording open: restart and stop it, or `matchlog archive verify --truncate`)",
 				"log recording %d has no stop position in the catalog: it is being recorded", f.LogRecordingID)
 		}
+		for _, s := range f.Sets {
+			for _, r := range s.Recordings {
+				if r.Active {
+					refuse(RefuseRecordingActive, "stop the member cleanly, or settle the recording by opening the archive (a restart)",
+						"snapshot recording %d (service %d, set at %d) has no stop position in the catalog: it is being recorded", r.RecordingID, r.ServiceID, s.LogPosition)
+				}
+			}
+		}
+		for _, r := range f.Orphans {
+			if r.Active {
+				refuse(RefuseRecordingActive, "stop the member cleanly; a snapshot may be being taken",
+					"recording %d, in no recording.log entry, has no stop position in the catalog: it is being recorded", r.RecordingID)
+			}
+		}
 		if f.LocalState && (!f.LogInCatalog || len(f.MissingSegments) > 0 || len(f.PlanIssues) > 0) {
 			var why []string
 			if !f.LogInCatalog {
