@@ -2,8 +2,10 @@ package retention
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/matchlog/matchlog/internal/fixtures"
@@ -193,5 +195,81 @@ func TestSingleNodePositions(t *testing.T) {
 	mp := MakePlan([]*Facts{f}, PlanOptions{Cutoff: -1}).Members[0]
 	if !mp.Approved || mp.Manifest.ProposedStart != 0 || len(mp.Manifest.Detach) != 0 || len(mp.Manifest.DeleteSnapshots) != 0 {
 		t.Errorf("plan %+v", mp)
+	}
+}
+
+// copyDir copies the regular files of src/sub for each sub into dst.
+func copyDir(t *testing.T, src, dst string, subs ...string) {
+	t.Helper()
+	for _, sub := range subs {
+		es, err := os.ReadDir(filepath.Join(src, sub))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Join(dst, sub), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range es {
+			b, err := os.ReadFile(filepath.Join(src, sub, e.Name()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dst, sub, e.Name()), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// Presence in recording.log is not proof: member 2's only set, with its
+// service snapshot's recording cut short (the file ends inside a frame), is
+// not loadable; S becomes -1; the verdict falls back to the whole log from
+// 0 (invalidate-latest-snapshot) without a live source, and is a rebuild
+// against member 0 (L > P). A frame header damaged in the consensus
+// module's recording is found the same way. --commit sets H.
+func TestThreeMembersDamagedSnapshot(t *testing.T) {
+	src := filepath.Join(fixtures.AeronThreeMembers(t), "member-2")
+	for _, c := range []struct {
+		file   string
+		damage func(b []byte) []byte
+		want   string
+	}{
+		{"1-0.rec", func(b []byte) []byte { return b[:20000] }, "does not read back whole"},
+		{"2-0.rec", func(b []byte) []byte { b[96+6] ^= 0xff; return b }, "does not read back whole"},
+	} {
+		d := filepath.Join(t.TempDir(), "member-2")
+		copyDir(t, src, d, "cluster", "archive")
+		p := filepath.Join(d, "archive", c.file)
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, c.damage(b), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		f, err := Gather(vfs.Default, Member{ID: 2, Dir: d}, Options{Services: 1, Commit: 1200000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pos := PositionsOf(f)
+		var problems []string
+		for _, r := range f.Sets[0].Recordings {
+			if r.Problem != "" {
+				problems = append(problems, r.Problem)
+			}
+		}
+		if pos.S != -1 || pos.C != -1 || pos.H != 1200000 || f.Sets[0].Loadable || len(problems) != 1 || !strings.Contains(problems[0], c.want) {
+			t.Errorf("%s damaged: S %d C %d H %d, problems %v", c.file, pos.S, pos.C, pos.H, problems)
+		}
+		if v := Decide(f); v.Verdict != InvalidateLatestSnapshot || v.Fallback != 0 {
+			t.Errorf("%s damaged, no live source: %s (fallback %d) %v", c.file, v.Verdict, v.Fallback, v.Reasons)
+		}
+		f, err = Gather(vfs.Default, Member{ID: 2, Dir: d}, Options{Services: 1, Live: filepath.Join(src, "..", "member-0", "archive"), Commit: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v := Decide(f); v.Verdict != Rebuild {
+			t.Errorf("%s damaged, live member 0: %s %v", c.file, v.Verdict, v.Reasons)
+		}
 	}
 }
