@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -70,6 +71,9 @@ func (l *memberList) Set(s string) error {
 		if dir, err = retention.SplitDirs(c, a); err != nil {
 			return err
 		}
+	}
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return fmt.Errorf("member %d: %s is not a directory (an empty disk is an existing, empty directory)", n, dir)
 	}
 	for _, m := range *l {
 		if m.ID == int32(n) {

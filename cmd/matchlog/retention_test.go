@@ -357,3 +357,27 @@ func TestRetentionPlanRefusals(t *testing.T) {
 		t.Errorf("open recording: P %d, %v", ms[0].P, rules(ms[0]))
 	}
 }
+
+// Bad retention command lines are usage errors (exit 2) that name the
+// problem; no member directory is read.
+func TestRetentionUsage(t *testing.T) {
+	d := t.TempDir()
+	for _, c := range []struct {
+		want string
+		args []string
+	}{
+		{"--member is required", []string{"retention", "verdict"}},
+		{"want ID=CLUSTER_DIR,ARCHIVE_DIR", []string{"retention", "verdict", "--member", "x=" + d}},
+		{"must be the cluster/ and archive/ of one member directory", []string{"retention", "positions", "--member", "0=" + d + "/a," + d + "/b"}},
+		{"is not a directory (an empty disk is an existing, empty directory)", []string{"retention", "verdict", "--member", "0=" + d + "/nope"}},
+		{"member 0 given twice", []string{"retention", "plan", "--member", "0=" + d, "--member", "0=" + d}},
+		{"--model is A or B", []string{"retention", "plan", "--member", "0=" + d, "--model", "C"}},
+		{"--cutoff must not be negative", []string{"retention", "plan", "--member", "0=" + d, "--cutoff", "-5"}},
+		{"flag provided but not defined: -cutoff", []string{"retention", "verdict", "--member", "0=" + d, "--cutoff", "5"}},
+	} {
+		code, _, errb := runCLI(t, c.args...)
+		if code != 2 || !strings.Contains(errb, c.want) {
+			t.Errorf("%v: exit %d, stderr %q, want %q", c.args, code, errb, c.want)
+		}
+	}
+}
