@@ -138,6 +138,9 @@ func Decide(f *Facts) (v Verdict) {
 	}
 	defer func() { v.Costs = costs(f, pos, v.Verdict, catchUp) }()
 
+	if f.Running != "" {
+		reason("the member is running (%s): this verdict is for a stopped member, and its positions move while it runs", f.Running)
+	}
 	// Counts: the configured services against recording.log's set.
 	if f.MarkMemberID >= 0 {
 		add(CheckCountsAgree+"/member", f.MarkMemberID == f.ID, "cluster-mark.dat names member %d; member %d given", f.MarkMemberID, f.ID)

@@ -257,7 +257,7 @@ func TestRetentionScenarios(t *testing.T) {
 	tn = openTestNode(t, copyNode(t, full), enginetest.NewGen(23, enginetest.GenConfig{}))
 	code, out, _ := runCLI(t, "retention", "plan", "--json", "--member", "0="+tn.dir)
 	tn.close()
-	if code != 1 || !strings.Contains(out, `"rule": "member-running"`) {
+	if code != 1 || !strings.Contains(out, `"rule": "member-running"`) || !strings.Contains(out, "this verdict is for a stopped member") {
 		t.Errorf("plan of a running member: exit %d\n%s", code, out)
 	}
 }
