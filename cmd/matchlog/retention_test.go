@@ -58,6 +58,12 @@ func TestPurgePastSnapshotRefused(t *testing.T) {
 	if !strings.Contains(out, "start 655360 -> 1048576") || strings.Contains(out, "WARNING") {
 		t.Fatalf("detach to C: %s", out)
 	}
+	// After it the member still restarts normally and its recovery plan
+	// can be carried out.
+	if v := verdictCLI(t, m0, m0); v.Verdict != "normal-restart" || v.A != 1048576 || v.S != 1101600 {
+		t.Fatalf("after the detach to C: %+v", v)
+	}
+	mustCLI(t, "cluster", "recovery-plan", "--dir", m0)
 	// The override goes on and says what it overrode.
 	out = mustCLI(t, "archive", "purge", "--dir", filepath.Join(native, "archive"), "--id", "0", "--position", "131072", "--unsafe-past-snapshot", "--json")
 	var r removalJSON
