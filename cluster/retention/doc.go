@@ -37,8 +37,9 @@
 // Gather reads the facts of one member; it only reads, through the archive's
 // and the recording log's APIs (archive.OpenCatalogFile read-only,
 // archive.Describe, recordinglog.Open read-only, cluster.CheckPlan,
-// cluster.CheckLive), and through one small function, readRecording, for the
-// frames of a recording. Decide (the verdict) and MakePlan are pure functions
+// cluster.CheckLive), through one small function, readRecording, for the
+// frames of a recording, and through enginesvc.ReadSnapshot for the strict
+// load of an engine snapshot. Decide (the verdict) and MakePlan are pure functions
 // of the gathered facts: they can be tested on tables and fuzzed without
 // files. Nothing in this package writes; executing a plan belongs to later
 // work and goes through the archive's detach/delete API.
