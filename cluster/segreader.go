@@ -34,6 +34,7 @@ type segReader struct {
 	err      error
 	file     vfs.File
 	fileBase int64
+	sums     archive.ChecksumMode
 }
 
 // newSegReader returns a reader of the recording d in dir.
@@ -44,7 +45,11 @@ func newSegReader(fsys vfs.FS, dir string, d archive.RecordingDescriptor, from, 
 	if from < d.StartPosition || to < from || from&31 != 0 {
 		return nil, fmt.Errorf("cluster: replay of recording %d: range [%d, %d) outside [%d, %d]", d.RecordingID, from, to, d.StartPosition, d.StopPosition)
 	}
-	return &segReader{fs: fsys, dir: dir, d: d, pos: from, to: to, fileBase: -1}, nil
+	sums, err := archive.RecordingChecksums(fsys, dir, d)
+	if err != nil {
+		return nil, err
+	}
+	return &segReader{fs: fsys, dir: dir, d: d, pos: from, to: to, fileBase: -1, sums: sums}, nil
 }
 
 // Close closes the open segment.
@@ -121,6 +126,11 @@ func (r *segReader) Next(fr *segFrame) bool {
 		}
 		if alen > int64(len(b)) {
 			r.err = fmt.Errorf("cluster: replay of recording %d: %w: frame at %d runs past %d", r.d.RecordingID, archive.ErrCorrupt, r.pos, r.to)
+			return false
+		}
+		if reason := r.sums.Check(h, b[logbuf.HeaderLength:h.FrameLength]); reason != "" {
+			r.err = fmt.Errorf("cluster: replay of recording %d: %w: frame at position %d (%s offset %d): %s",
+				r.d.RecordingID, archive.ErrCorrupt, r.pos, archive.SegmentFileName(r.d.RecordingID, r.fileBase), r.pos-r.fileBase, reason)
 			return false
 		}
 		fr.Header = h

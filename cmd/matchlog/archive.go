@@ -613,6 +613,10 @@ func archiveReplay(f *archiveFlags, stdout io.Writer) error {
 	}
 	next := from // the position the next frame must have
 	tl, sl := d.TermBufferLength, d.SegmentFileLength
+	sums, err := archive.RecordingChecksums(vfs.Default, f.dir, d)
+	if err != nil {
+		return err
+	}
 	for base := archive.SegmentFileBasePosition(d.StartPosition, from, tl, sl); next < to; base += int64(sl) {
 		name := archive.SegmentFileName(f.id, base)
 		file, err := vfs.Default.Open(filepath.Join(f.dir, name))
@@ -625,7 +629,7 @@ func archiveReplay(f *archiveFlags, stdout io.Writer) error {
 			return err
 		}
 		p := archive.SegmentParams{Base: base, StartPosition: d.StartPosition, TermLength: tl, SegmentLength: sl,
-			InitialTermID: d.InitialTermID, StreamID: d.StreamID}
+			InitialTermID: d.InitialTermID, StreamID: d.StreamID, Checksums: sums}
 		segEnd := base + int64(sl)
 		res, err := archive.ScanSegment(file, size, p, func(fr archive.Frame) error {
 			pos := base + fr.Offset
@@ -671,8 +675,9 @@ func archiveReplay(f *archiveFlags, stdout io.Writer) error {
 			return err
 		}
 		if res.Problem != nil && base+res.Problem.Offset < to {
-			return fmt.Errorf("recording %d: %s: %w", f.id, name, res.Problem)
+			return fmt.Errorf("recording %d at position %d: %s: %w", f.id, base+res.Problem.Offset, name, res.Problem)
 		}
+		sums = res.Checksums
 		if next < to && next < segEnd {
 			if next == from && from > base+res.End {
 				return fmt.Errorf("recording %d: --from %d is past the data of %s", f.id, from, name)

@@ -404,6 +404,10 @@ func scanRecording(d string, info *archive.RecordingInfo, visit func(pos int64, 
 			return err
 		}
 	}
+	sums, err := archive.RecordingChecksums(vfs.Default, archiveDir(d), dd)
+	if err != nil {
+		return err
+	}
 	for _, sf := range info.Segments {
 		if sf.Base+int64(dd.SegmentFileLength) <= dd.StartPosition || sf.Base >= stop {
 			continue
@@ -413,7 +417,7 @@ func scanRecording(d string, info *archive.RecordingInfo, visit func(pos int64, 
 			return err
 		}
 		p := archive.SegmentParams{Base: sf.Base, StartPosition: dd.StartPosition, TermLength: dd.TermBufferLength,
-			SegmentLength: dd.SegmentFileLength, InitialTermID: dd.InitialTermID, StreamID: dd.StreamID}
+			SegmentLength: dd.SegmentFileLength, InitialTermID: dd.InitialTermID, StreamID: dd.StreamID, Checksums: sums}
 		res, err := archive.ScanSegment(file, sf.Size, p, func(fr archive.Frame) error {
 			pos := sf.Base + fr.Offset
 			if pos < dd.StartPosition || pos >= stop || fr.Header.Type == archive.FrameTypePad {
@@ -426,8 +430,9 @@ func scanRecording(d string, info *archive.RecordingInfo, visit func(pos int64, 
 			return err
 		}
 		if res.Problem != nil && sf.Base+res.Problem.Offset < stop {
-			return fmt.Errorf("recording %d: %s: %v", dd.RecordingID, sf.Name, res.Problem)
+			return fmt.Errorf("recording %d at position %d: %s: %v", dd.RecordingID, sf.Base+res.Problem.Offset, sf.Name, res.Problem)
 		}
+		sums = res.Checksums
 	}
 	return nil
 }
