@@ -309,6 +309,13 @@ func OpenCatalog(f vfs.File, opts CatalogOptions) (*Catalog, error) {
 		}
 		return nil, fmt.Errorf("archive: catalog %s: read %d of %d bytes: %w", f.Name(), n, size, err)
 	}
+	if capacity > size {
+		// The entries must fit the file as it is: zeros added past its end
+		// would make a cut entry read as a whole one.
+		if _, err := parseCatalog(buf[:size:size], f.Name(), !opts.ReadOnly); err != nil {
+			return nil, err
+		}
+	}
 	c, err := parseCatalog(buf, f.Name(), !opts.ReadOnly)
 	if err != nil {
 		return nil, err

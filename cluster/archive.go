@@ -40,7 +40,10 @@ type nodeArchive struct {
 	catalogRepaired bool
 }
 
-func openArchive(fsys vfs.FS, dir string, opts Options, nowMs func() int64) (*nodeArchive, error) {
+// recorded tells whether the node's recording.log holds entries: a
+// catalog that names no recording may then be what a crash left only when
+// nothing refers to a recording.
+func openArchive(fsys vfs.FS, dir string, opts Options, nowMs func() int64, recorded bool) (*nodeArchive, error) {
 	// The node owns its archive: an archive mark file left behind by a
 	// crashed node belongs to no live archive, so it is marked stopped
 	// (activity -1, as a clean stop leaves it) before the archive opens
@@ -79,7 +82,7 @@ func openArchive(fsys vfs.FS, dir string, opts Options, nowMs func() int64) (*no
 	if errors.Is(err, archive.ErrCorrupt) {
 		// States a crash inside the catalog's addNewRecording can leave
 		// and archive.Open does not repair (see catalogrepair.go).
-		if fixed, ferr := repairCatalog(fsys, dir); ferr != nil {
+		if fixed, ferr := repairCatalog(fsys, dir, recorded); ferr != nil {
 			return nil, fmt.Errorf("cluster: archive: %w (repair: %w)", err, ferr)
 		} else if fixed {
 			repaired = true

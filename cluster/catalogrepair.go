@@ -16,9 +16,11 @@ import (
 // damage is left alone and reported by archive.Open.
 
 // repairCatalog applies the repairs below; true if it changed the file.
-func repairCatalog(fsys vfs.FS, dir string) (bool, error) {
+// recorded: the recording log holds entries, so a catalog of zeros (or of
+// no bytes) has lost recordings and is refused, not replaced.
+func repairCatalog(fsys vfs.FS, dir string, recorded bool) (bool, error) {
 	path := fsys.Join(dir, archive.CatalogFileName)
-	if allZero(fsys, path) {
+	if !recorded && allZero(fsys, path) {
 		// Created, never written: no recording to lose.
 		return true, fsys.Remove(path)
 	}

@@ -310,6 +310,7 @@ type snapshotJob struct {
 // DoWork and the Service run on the caller's goroutine; Connect, Offer,
 // CloseSession and RequestSnapshot may be called from any goroutine.
 type Node struct {
+	guard *dirState // the directory as Open found it, put back when the start fails
 	opts    Options
 	fs      vfs.FS
 	cdir    string
@@ -456,6 +457,12 @@ func Open(opts Options) (*Node, error) {
 			stampMarkFile(n.mark, -1) // this node does not run after all
 		}
 		n.closeFiles(true)
+		if n.guard != nil {
+			// A failed start leaves the directory as it found it.
+			if rerr := n.guard.restore(n.fs); rerr != nil {
+				err = errors.Join(err, fmt.Errorf("%w: %w", ErrNotRestored, rerr))
+			}
+		}
 		n.logOpenFailed(err)
 		return nil, err
 	}
