@@ -66,6 +66,14 @@ func DecodeNodeState(b []byte) (NodeState, error) {
 	if major := st.Version >> 16 & 0xff; major != nodeStateMajorVersion {
 		return NodeState{}, fmt.Errorf("%w: major version %d, this software reads %d", ErrNodeStateCorrupt, major, nodeStateMajorVersion)
 	}
+	// Aeron 1.4x writes 0.3.0; any other version (or non-zero header
+	// padding) is damage or a file this software does not know, and is
+	// refused rather than rewritten.
+	if st.Version != markVersion || le.Uint32(b[4:]) != 0 {
+		return NodeState{}, fmt.Errorf("%w: header version %d.%d.%d (padding %#x), this software reads %d.%d.%d",
+			ErrNodeStateCorrupt, st.Version>>16&0xff, st.Version>>8&0xff, st.Version&0xff, le.Uint32(b[4:]),
+			markVersion>>16&0xff, markVersion>>8&0xff, markVersion&0xff)
+	}
 	found := false
 	for off := nodeStateHeaderLength; ; {
 		if off+nodeStateMsgHeaderLen > len(b) {

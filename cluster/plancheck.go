@@ -33,6 +33,7 @@ const (
 	IssueOffFrameGrid      = "off-frame-grid"
 	IssueDamagedCatalog    = "damaged-catalog"
 	IssueSnapshotLoad      = "snapshot-does-not-load"
+	IssueLostEntries       = "recording-log-lost-entries"
 )
 
 // PlanIssue is one reason a recovery plan cannot be carried out.
@@ -48,7 +49,7 @@ type PlanIssue struct {
 func (i PlanIssue) String() string { return i.Problem + "; fix: " + i.Fix }
 
 // ErrPlanNotFeasible is wrapped by PlanError.
-var ErrPlanNotFeasible = errors.New("cluster: the recovery plan cannot be carried out")
+var ErrPlanNotFeasible = errors.New("cluster: the recovery plan (recording.log with the archive catalog) cannot be carried out")
 
 // PlanError returns nil for no issues, else an error wrapping
 // ErrPlanNotFeasible that lists each issue with its fix.
@@ -138,6 +139,7 @@ func (c *planChecker) check(plan *recordinglog.RecoveryPlan) []PlanIssue {
 	for _, s := range plan.Snapshots {
 		issues = append(issues, c.recording(s.RecordingID, 0, -1, fmt.Sprintf("snapshot of service %d at log position %d", s.ServiceID, s.LogPosition), true)...)
 	}
+	issues = append(issues, c.crossCheck()...)
 	if l := plan.Log; l != nil {
 		log := c.recording(l.RecordingID, plan.ReplayFrom, plan.ReplayTo, "log", false)
 		issues = append(issues, log...)
@@ -149,6 +151,57 @@ func (c *planChecker) check(plan *recordinglog.RecoveryPlan) []PlanIssue {
 				issues = append(issues, *is)
 			}
 		}
+	}
+	return issues
+}
+
+// crossCheck compares recording.log with the catalog. A torn last append
+// loses one entry (recordinglog cuts the partial entry); losing more is
+// not a crash and is refused:
+//   - a TERM entry whose range ends (its logPosition is committed) while
+//     its log recording runs past that position: the TERM entries after
+//     it are gone;
+//   - more snapshot recordings after the last one recording.log names than
+//     one set's (the consensus module's and one service's): the
+//     snapshots of a crash are recorded before their SNAPSHOT entries, so
+//     one set may be recorded and not yet entered, never more.
+func (c *planChecker) crossCheck() []PlanIssue {
+	entries := c.rl.Entries()
+	if len(entries) == 0 {
+		return nil
+	}
+	var issues []PlanIssue
+	fix := "restore recording.log from a backup (its entries were lost); the catalog and the segment files name recordings it no longer lists"
+	maxRef := int64(-1)
+	var lastTerm *recordinglog.Entry
+	for i := range entries {
+		e := &entries[i]
+		maxRef = max(maxRef, e.RecordingID)
+		if e.Type == recordinglog.TypeTerm && e.Valid {
+			lastTerm = e
+		}
+	}
+	if lastTerm != nil && lastTerm.LogPosition != recordinglog.NullValue {
+		if d, err := c.cat.Descriptor(lastTerm.RecordingID); err == nil && d.StopPosition > lastTerm.LogPosition {
+			issues = append(issues, PlanIssue{Kind: IssueLostEntries, RecordingID: d.RecordingID, Position: lastTerm.LogPosition,
+				Problem: fmt.Sprintf("%s: the last TERM entry (term %d) ends at log position %d, but log recording %d runs to %d: the entries after it are missing",
+					recordinglog.FileName, lastTerm.LeadershipTermID, lastTerm.LogPosition, d.RecordingID, d.StopPosition),
+				Fix: fix})
+		}
+	}
+	var after []int64
+	for _, ce := range c.cat.Entries() {
+		d := ce.Descriptor
+		if ce.State == archive.StateValid && d.RecordingID > maxRef &&
+			(d.StreamID == ServiceSnapshotStreamID || d.StreamID == ConsensusModuleSnapshotStreamID) {
+			after = append(after, d.RecordingID)
+		}
+	}
+	if len(after) > 2 {
+		issues = append(issues, PlanIssue{Kind: IssueLostEntries, RecordingID: after[0], Position: -1,
+			Problem: fmt.Sprintf("%s names no recording after %d, but the catalog holds snapshot recordings %v after it: SNAPSHOT entries are missing",
+				recordinglog.FileName, maxRef, after),
+			Fix: fix})
 	}
 	return issues
 }
@@ -208,6 +261,8 @@ func (c *planChecker) recording(id, from, to int64, what string, snapshot bool) 
 			problem = fmt.Sprintf("segment file %s of recording %d (%s), positions [%d, %d), is missing", name, id, what, base, base+need)
 		case size < need:
 			problem = fmt.Sprintf("segment file %s of recording %d (%s) holds %d bytes, positions up to %d need %d", name, id, what, size, base+need, need)
+		case size > sl:
+			problem = fmt.Sprintf("segment file %s of recording %d (%s) holds %d bytes, more than the segment length %d: the bytes after %d were not written by the archive", name, id, what, size, sl, sl)
 		default:
 			continue
 		}

@@ -3,6 +3,7 @@ package cluster
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/matchlog/matchlog/archive"
@@ -52,6 +53,13 @@ func (n *Node) open() error {
 	}
 	if err := checkArchiveMark(fsys, n.adir, n.opts.EpochClock(), n.opts.MarkFileTimeout); err != nil && !n.opts.IgnoreLiveMarkFile {
 		return err
+	}
+	if p := fsys.Join(n.cdir, MarkFileName); markTornAtCreation(fsys, p) {
+		// The one crash repair of a mark file: one cut while it was being
+		// created holds no state (it is rewritten at every start).
+		size, _ := fsys.Stat(p)
+		n.opts.Logger.Warn("crash repair: the mark file was cut while it was created; it is written anew",
+			slog.String("file", p), slog.Int64("bytes", size))
 	}
 	if err := n.preflight(); err != nil {
 		return err
