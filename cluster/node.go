@@ -310,7 +310,6 @@ type snapshotJob struct {
 // DoWork and the Service run on the caller's goroutine; Connect, Offer,
 // CloseSession and RequestSnapshot may be called from any goroutine.
 type Node struct {
-	guard *dirState // the directory as Open found it, put back when the start fails
 	opts    Options
 	fs      vfs.FS
 	cdir    string
@@ -371,6 +370,9 @@ type Node struct {
 	split      DutyCycleSplit
 	lastRecord time.Duration
 	recovery   Recovery
+
+	// guard is the directory as Open found it, put back when the start fails.
+	guard *dirState
 }
 
 func (o *Options) defaults() {

@@ -76,11 +76,12 @@ const rollbackChunk = 1 << 20
 
 // fileState is what RunStopped keeps of one file.
 type fileState struct {
-	size     int64
-	sizeOnly bool // only the length was kept (startGuard)
+	size int64
 	data []byte   // the whole file, when size <= rollbackWholeFile
 	zero []bool   // per chunk of a larger file: only zeros
 	sums []uint64 // per chunk of a larger file: FNV-1a of its bytes
+
+	sizeOnly bool // only the length was kept (captureStart)
 }
 
 // dirState is the recorded state of the directories subs.
