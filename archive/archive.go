@@ -80,10 +80,10 @@ type Options struct {
 	// FileSyncLevel: 0 never syncs segments, 1 syncs data (File.Sync)
 	// after each block, 2 data and metadata (File.SyncAll). At level >= 1
 	// the directory is synced whenever a segment file is created.
-	FileSyncLevel int
+	FileSyncLevel SyncLevel
 	// CatalogSyncLevel is the catalog's sync level (0, 1, 2), which must
 	// not be below FileSyncLevel.
-	CatalogSyncLevel int
+	CatalogSyncLevel SyncLevel
 	// Clock returns the time in epoch ms for catalog timestamps, the mark
 	// file and the sidecar index. Nil means time.Now. With ActivityInterval
 	// set it is also called from the ticker goroutine, so it must then be
@@ -127,7 +127,7 @@ func (o *Options) resolve() error {
 	if o.FileIoMaxLength < MinFileIoMaxLength || o.FileIoMaxLength > MaxFileIoMaxLength || bits.OnesCount64(uint64(o.FileIoMaxLength)) != 1 {
 		return fmt.Errorf("archive: file io max length %d is not a power of two in [%d, %d]", o.FileIoMaxLength, MinFileIoMaxLength, MaxFileIoMaxLength)
 	}
-	if o.FileSyncLevel < 0 || o.FileSyncLevel > 2 || o.CatalogSyncLevel < 0 || o.CatalogSyncLevel > 2 {
+	if o.FileSyncLevel.Check() != nil || o.CatalogSyncLevel.Check() != nil {
 		return fmt.Errorf("archive: sync levels must be 0, 1 or 2 (file %d, catalog %d)", o.FileSyncLevel, o.CatalogSyncLevel)
 	}
 	if o.CatalogSyncLevel < o.FileSyncLevel {
@@ -780,12 +780,4 @@ func (a *Archive) prepareSegment(f vfs.File, segLen int32, sparse bool) error {
 }
 
 // syncFile applies the file sync level to f.
-func (a *Archive) syncFile(f vfs.File) error {
-	switch a.opts.FileSyncLevel {
-	case 1:
-		return f.Sync()
-	case 2:
-		return f.SyncAll()
-	}
-	return nil
-}
+func (a *Archive) syncFile(f vfs.File) error { return a.opts.FileSyncLevel.Sync(f) }

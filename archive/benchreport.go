@@ -237,8 +237,8 @@ func (g *BenchRig) RecordRun(parent string, n int64, block, level int, segLen in
 		os.RemoveAll(dir)
 		syncAll()
 	}()
-	a, err := Open(vfs.Default, dir, Options{SegmentLength: segLen, FileIoMaxLength: block, FileSyncLevel: level,
-		CatalogSyncLevel: level, MarkErrorBufferLength: 4096})
+	a, err := Open(vfs.Default, dir, Options{SegmentLength: segLen, FileIoMaxLength: block, FileSyncLevel: SyncLevel(level),
+		CatalogSyncLevel: SyncLevel(level), MarkErrorBufferLength: 4096})
 	if err != nil {
 		return 0, err
 	}

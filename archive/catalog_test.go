@@ -49,7 +49,7 @@ func TestCatalogReproducesFixture(t *testing.T) {
 	want, entries := fixtureCatalog(t)
 	for _, level := range []int{0, 1, 2} {
 		f := &memFile{name: "new"}
-		c, err := CreateCatalog(f, CatalogOptions{Capacity: int64(len(want)), SyncLevel: level})
+		c, err := CreateCatalog(f, CatalogOptions{Capacity: int64(len(want)), SyncLevel: SyncLevel(level)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -194,7 +194,7 @@ func TestRecordReplayRoundTrip(t *testing.T) {
 				t.Run(fmt.Sprintf("%s/sync=%d/block=%d", fc.name, level, block), func(t *testing.T) {
 					fs, dir := fc.make(t)
 					testRoundTrip(t, fs, dir, Options{SegmentLength: 128 << 10, FileIoMaxLength: block,
-						FileSyncLevel: level, CatalogSyncLevel: level, MarkErrorBufferLength: 4096},
+						FileSyncLevel: SyncLevel(level), CatalogSyncLevel: SyncLevel(level), MarkErrorBufferLength: 4096},
 						rand.New(rand.NewPCG(uint64(level), uint64(block))))
 				})
 			}

@@ -35,7 +35,7 @@ type nodeArchive struct {
 	a     *archive.Archive
 	fs    vfs.FS
 	dir   string
-	level int
+	level archive.SyncLevel
 	// catalogRepaired: repairCatalog changed the catalog before it opened.
 	catalogRepaired bool
 }

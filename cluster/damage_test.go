@@ -320,3 +320,27 @@ func diffSums(t *testing.T, before, after map[string]string) {
 		}
 	}
 }
+
+// A sync level other than 0, 1 or 2 is refused by Open before it creates
+// the node directory or writes a file.
+func TestOpenRefusesBadSyncLevel(t *testing.T) {
+	for _, level := range []archive.SyncLevel{-1, 3} {
+		mem := vfs.NewMem()
+		f := newFixture(t, mem)
+		f.opts.FileSyncLevel = level
+		f.svc = &timerService{delay: 20_000}
+		o := f.opts
+		o.Service = f.svc
+		n, err := cluster.Open(o)
+		if err == nil {
+			n.Close()
+			t.Fatalf("level %d: the node opened", level)
+		}
+		if !strings.Contains(err.Error(), "FileSyncLevel") || !strings.Contains(err.Error(), "sync level") {
+			t.Errorf("level %d: error does not name the option: %v", level, err)
+		}
+		if names, err := mem.List("."); err != nil || len(names) != 0 {
+			t.Errorf("level %d: the refused open left %v (%v)", level, names, err)
+		}
+	}
+}

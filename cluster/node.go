@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/matchlog/matchlog/archive"
 	"github.com/matchlog/matchlog/cluster/recordinglog"
 	"github.com/matchlog/matchlog/internal/logbuf"
 	"github.com/matchlog/matchlog/internal/vfs"
@@ -65,7 +66,7 @@ type Options struct {
 	// released once the message's log position is durable at this level.
 	// At level 0 nothing is synced: released events do not mean the
 	// command survives a crash — a crash may lose acknowledged commands.
-	FileSyncLevel int
+	FileSyncLevel archive.SyncLevel
 	// BlockLength caps one archive write and sync (Aeron's
 	// fileIoMaxLength: a power of two >= 64 KiB; default 16 MiB).
 	BlockLength int
@@ -439,6 +440,10 @@ func Open(opts Options) (*Node, error) {
 	opts.defaults()
 	if opts.Service == nil {
 		return nil, errors.New("cluster: Options.Service is nil")
+	}
+	if err := opts.FileSyncLevel.Check(); err != nil {
+		// Before anything is created or written.
+		return nil, fmt.Errorf("cluster: Options.FileSyncLevel: %w", err)
 	}
 	if err := logbuf.CheckTermLength(opts.TermLength); err != nil {
 		return nil, err

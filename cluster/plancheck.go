@@ -157,14 +157,13 @@ func (c *planChecker) check(plan *recordinglog.RecoveryPlan) []PlanIssue {
 
 // crossCheck compares recording.log with the catalog. A torn last append
 // loses one entry (recordinglog cuts the partial entry); losing more is
-// not a crash and is refused:
-//   - a TERM entry whose range ends (its logPosition is committed) while
-//     its log recording runs past that position: the TERM entries after
-//     it are gone;
-//   - more snapshot recordings after the last one recording.log names than
-//     one set's (the consensus module's and one service's): the
-//     snapshots of a crash are recorded before their SNAPSHOT entries, so
-//     one set may be recorded and not yet entered, never more.
+// not a crash and is refused: a last TERM entry whose range ends (its
+// logPosition is committed, which happens only when the next TERM is
+// appended) while its log recording runs past that position means the
+// entries after it are gone. Snapshot recordings that no entry names are
+// not evidence: a crash during or right after a snapshot leaves them
+// (several, when snapshots follow each other), before their SNAPSHOT
+// entries are appended.
 func (c *planChecker) crossCheck() []PlanIssue {
 	entries := c.rl.Entries()
 	if len(entries) == 0 {
@@ -172,11 +171,9 @@ func (c *planChecker) crossCheck() []PlanIssue {
 	}
 	var issues []PlanIssue
 	fix := "restore recording.log from a backup (its entries were lost); the catalog and the segment files name recordings it no longer lists"
-	maxRef := int64(-1)
 	var lastTerm *recordinglog.Entry
 	for i := range entries {
 		e := &entries[i]
-		maxRef = max(maxRef, e.RecordingID)
 		if e.Type == recordinglog.TypeTerm && e.Valid {
 			lastTerm = e
 		}
@@ -188,20 +185,6 @@ func (c *planChecker) crossCheck() []PlanIssue {
 					recordinglog.FileName, lastTerm.LeadershipTermID, lastTerm.LogPosition, d.RecordingID, d.StopPosition),
 				Fix: fix})
 		}
-	}
-	var after []int64
-	for _, ce := range c.cat.Entries() {
-		d := ce.Descriptor
-		if ce.State == archive.StateValid && d.RecordingID > maxRef &&
-			(d.StreamID == ServiceSnapshotStreamID || d.StreamID == ConsensusModuleSnapshotStreamID) {
-			after = append(after, d.RecordingID)
-		}
-	}
-	if len(after) > 2 {
-		issues = append(issues, PlanIssue{Kind: IssueLostEntries, RecordingID: after[0], Position: -1,
-			Problem: fmt.Sprintf("%s names no recording after %d, but the catalog holds snapshot recordings %v after it: SNAPSHOT entries are missing",
-				recordinglog.FileName, maxRef, after),
-			Fix: fix})
 	}
 	return issues
 }

@@ -267,7 +267,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	sopts := server.Options{
 		Addr:            "127.0.0.1:0",
-		Node:            cluster.Options{FS: o.FS, Dir: dir, FileSyncLevel: o.SyncLevel, SnapshotMode: cluster.Pauseless},
+		Node:            cluster.Options{FS: o.FS, Dir: dir, FileSyncLevel: archive.SyncLevel(o.SyncLevel), SnapshotMode: cluster.Pauseless},
 		SessionTimeout:  30 * time.Second,
 		WriteQueueBytes: o.WriteQueueBytes,
 	}
