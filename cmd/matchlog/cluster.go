@@ -394,7 +394,8 @@ func describeText(w io.Writer, l *recordinglog.Log, entries []recordinglog.Entry
 // ---- reading snapshot recordings of a stopped node ----
 
 // scanRecording calls visit for each whole DATA frame of a recording in
-// [StartPosition, StopPosition), reading its segment files directly.
+// [StartPosition, StopPosition), read through archive.RecordingReader
+// (read-only; every frame checked).
 func scanRecording(d string, info *archive.RecordingInfo, visit func(pos int64, flags uint8, payload []byte) error) error {
 	dd := info.Descriptor
 	stop := dd.StopPosition
@@ -404,37 +405,20 @@ func scanRecording(d string, info *archive.RecordingInfo, visit func(pos int64, 
 			return err
 		}
 	}
-	sums, err := archive.RecordingChecksums(vfs.Default, archiveDir(d), dd)
+	r, err := archive.OpenRecordingReader(vfs.Default, archiveDir(d), dd, dd.StartPosition, stop)
 	if err != nil {
 		return err
 	}
-	for _, sf := range info.Segments {
-		if sf.Base+int64(dd.SegmentFileLength) <= dd.StartPosition || sf.Base >= stop {
-			continue
+	defer r.Close()
+	for {
+		h, payload, end, ok := r.Next()
+		if !ok {
+			return r.Err()
 		}
-		file, err := vfs.Default.Open(filepath.Join(archiveDir(d), sf.Name))
-		if err != nil {
+		if err := visit(end-archive.AlignedFrameLength(h.FrameLength), h.Flags, payload); err != nil {
 			return err
 		}
-		p := archive.SegmentParams{Base: sf.Base, StartPosition: dd.StartPosition, TermLength: dd.TermBufferLength,
-			SegmentLength: dd.SegmentFileLength, InitialTermID: dd.InitialTermID, StreamID: dd.StreamID, Checksums: sums}
-		res, err := archive.ScanSegment(file, sf.Size, p, func(fr archive.Frame) error {
-			pos := sf.Base + fr.Offset
-			if pos < dd.StartPosition || pos >= stop || fr.Header.Type == archive.FrameTypePad {
-				return nil
-			}
-			return visit(pos, fr.Header.Flags, fr.Payload)
-		})
-		file.Close()
-		if err != nil {
-			return err
-		}
-		if res.Problem != nil && sf.Base+res.Problem.Offset < stop {
-			return fmt.Errorf("recording %d at position %d: %s: %v", dd.RecordingID, sf.Base+res.Problem.Offset, sf.Name, res.Problem)
-		}
-		sums = res.Checksums
 	}
-	return nil
 }
 
 // engineSnapshot summarises the engine snapshot in a node's service
