@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -342,5 +343,61 @@ func TestOpenRefusesBadSyncLevel(t *testing.T) {
 		if names, err := mem.List("."); err != nil || len(names) != 0 {
 			t.Errorf("level %d: the refused open left %v (%v)", level, names, err)
 		}
+	}
+}
+
+// A torn last append of recording.log (a partial entry) is the crash
+// repair the design names: the start cuts it, logs what it cut, keeps the
+// file as it was in a backup, and the next snapshot removes the backup.
+func TestCrashRepairLoggedAndBackedUp(t *testing.T) {
+	for _, fsName := range []string{"mem", "os"} {
+		t.Run(fsName, func(t *testing.T) {
+			var fsys vfs.FS = vfs.NewMem()
+			dir := "n"
+			if fsName == "os" {
+				fsys, dir = vfs.Default, filepath.Join(t.TempDir(), "n")
+			}
+			buildDamageNode(t, fsys, dir)
+			d := &damageFS{t: t, fs: fsys, dir: dir}
+			d.cdir, d.adir = d.path(cluster.ClusterDirName), d.path(cluster.ArchiveDirName)
+			rl := d.fs.Join(d.cdir, "recording.log")
+			b := d.read(rl)
+			torn := append(slices.Clone(b), b[len(b)-64:len(b)-40]...) // 24 bytes of an entry
+			d.write(rl, torn)
+
+			f := newFixture(t, fsys)
+			f.opts.Dir = dir
+			var logged bytes.Buffer
+			f.opts.Logger = slog.New(slog.NewTextHandler(&logged, nil))
+			f.open()
+			for _, w := range []string{"crash repair", "recording.log", "cut 24 bytes", "backup=" + rl + ".crash-repair-"} {
+				if !strings.Contains(logged.String(), w) {
+					t.Errorf("the log does not say %q:\n%s", w, logged.String())
+				}
+			}
+			names, _ := fsys.List(d.cdir)
+			var backup string
+			for _, n := range names {
+				if strings.HasPrefix(n, "recording.log.crash-repair-") {
+					backup = d.fs.Join(d.cdir, n)
+				}
+			}
+			if backup == "" {
+				t.Fatalf("no backup in %v", names)
+			}
+			if !bytes.Equal(d.read(backup), torn) {
+				t.Error("the backup is not the file as the start found it")
+			}
+			f.node.RequestSnapshot()
+			f.work(1)
+			if err := f.node.AwaitSnapshot(5 * time.Second); err != nil {
+				t.Fatal(err)
+			}
+			f.work(2)
+			if _, err := fsys.Stat(backup); err == nil {
+				t.Error("the backup outlived the next snapshot")
+			}
+			f.close()
+		})
 	}
 }

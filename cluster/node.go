@@ -372,8 +372,10 @@ type Node struct {
 	lastRecord time.Duration
 	recovery   Recovery
 
-	// guard is the directory as Open found it, put back when the start fails.
-	guard *dirState
+	// guard is the directory as Open found it, put back when the start
+	// fails; backups are the crash repairs' backups (repairbackup.go).
+	guard   *dirState
+	backups []string
 }
 
 func (o *Options) defaults() {
@@ -472,6 +474,10 @@ func Open(opts Options) (*Node, error) {
 		}
 		n.logOpenFailed(err)
 		return nil, err
+	}
+	if n.guard != nil {
+		n.keepRepairs()
+		n.guard = nil
 	}
 	n.logOpen()
 	return n, nil
