@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/matchlog/matchlog/archive"
+	"github.com/matchlog/matchlog/cluster"
 	"github.com/matchlog/matchlog/internal/vfs"
 )
 
@@ -147,7 +148,7 @@ func runArchive(args []string, stdout, stderr io.Writer) error {
 	case f.delay < 0:
 		return bad("--delay must not be negative")
 	}
-	if f.dir, err = resolveDir(f.dir, "archive", archive.CatalogFileName); err != nil {
+	if f.dir, err = resolveDir(f.dir, cluster.ArchiveDirName, archive.CatalogFileName); err != nil {
 		return err
 	}
 	if idGiven {

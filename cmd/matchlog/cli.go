@@ -12,6 +12,9 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+
+	"github.com/matchlog/matchlog/cluster"
+	"github.com/matchlog/matchlog/cluster/recordinglog"
 )
 
 // ---- --dir ----
@@ -39,7 +42,7 @@ func resolveDir(dir, sub, marker string) (string, error) {
 // resolveNodeDir returns the node directory for a cluster verb's --dir: the
 // directory itself, or the parent of the cluster/ directory given.
 func resolveNodeDir(dir string) (string, error) {
-	cdir, err := resolveDir(dir, "cluster", "recording.log")
+	cdir, err := resolveDir(dir, cluster.ClusterDirName, recordinglog.FileName)
 	if err != nil {
 		return "", err
 	}

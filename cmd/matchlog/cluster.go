@@ -136,8 +136,8 @@ func runCluster(args []string, stdout, stderr io.Writer) error {
 	return cmd(f, stdout)
 }
 
-func clusterDir(d string) string { return filepath.Join(d, "cluster") }
-func archiveDir(d string) string { return filepath.Join(d, "archive") }
+func clusterDir(d string) string { return filepath.Join(d, cluster.ClusterDirName) }
+func archiveDir(d string) string { return filepath.Join(d, cluster.ArchiveDirName) }
 
 func openRecordingLog(d string, readOnly bool) (*recordinglog.Log, error) {
 	return recordinglog.Open(vfs.Default, clusterDir(d), recordinglog.Options{ReadOnly: readOnly, SyncLevel: 1})
@@ -614,7 +614,7 @@ func describeNode(d string, mark *clusterMark, l *recordinglog.Log, entries []re
 	n := &nodeDescription{Mark: mark}
 	n.Live, n.LiveReason = nodeLiveness(d, mark, now)
 	problem := func(format string, args ...any) { n.Problems = append(n.Problems, fmt.Sprintf(format, args...)) }
-	if st, err := cluster.ReadNodeState(vfs.Default, filepath.Join(d, "cluster")); err == nil {
+	if st, err := cluster.ReadNodeState(vfs.Default, clusterDir(d)); err == nil {
 		n.NodeState = &nodeStateJSON{st.CandidateTermID, st.Timestamp, st.LogPosition}
 	} else {
 		problem("node state: %v", err)
