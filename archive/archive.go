@@ -112,6 +112,17 @@ type Options struct {
 	DeleteDelay time.Duration
 	// Retention is the policy [Archive.Proposals] evaluates.
 	Retention RetentionPolicy
+	// RepairCatalog lets Open repair a catalog it would refuse when the
+	// damage is what a crash inside the catalog's addNewRecording leaves
+	// (an entry half-added after the last one, nextRecordingId not yet
+	// advanced: catalogrepair.go), as recordinglog's Options.Repair does
+	// for a torn entry; [Archive.CatalogRepaired] tells whether it did.
+	RepairCatalog bool
+	// KeepUnwrittenCatalog makes Open refuse a catalog holding only zeros
+	// (or no bytes) instead of replacing it with a new one: set it when
+	// something outside the archive names recordings, which such a
+	// catalog would have lost.
+	KeepUnwrittenCatalog bool
 }
 
 func (o *Options) resolve() error {
@@ -169,10 +180,11 @@ func (o *Options) resolve() error {
 // recording; use [Archive.Descriptor] then. The log buffer a recording
 // reads may be written by another goroutine.
 type Archive struct {
-	fs   vfs.FS
-	dir  string
-	opts Options
-	cat  *Catalog
+	catalogRepaired bool // Open repaired the catalog (Options.RepairCatalog)
+	fs              vfs.FS
+	dir             string
+	opts            Options
+	cat             *Catalog
 
 	// mu is the catalog mutex: it guards cat, recordings, replays,
 	// deletes and retention.
@@ -293,7 +305,19 @@ func (a *Archive) openCatalog() error {
 	switch {
 	case err == nil:
 		a.cat, err = OpenCatalogFile(a.fs, a.dir, copts)
-		if errors.Is(err, ErrCorrupt) && a.catalogNeverWritten() {
+		if errors.Is(err, ErrCorrupt) && a.opts.RepairCatalog {
+			if fixed, ferr := repairCatalog(a.fs, a.dir, a.opts.KeepUnwrittenCatalog, a.catalogCapacity()); ferr != nil && !errors.Is(ferr, ErrCorrupt) {
+				return fmt.Errorf("%w (repair: %w)", err, ferr)
+			} else if fixed {
+				a.catalogRepaired = true
+				if _, serr := a.fs.Stat(a.fs.Join(a.dir, CatalogFileName)); errors.Is(serr, vfs.ErrNotExist) {
+					a.cat, err = CreateCatalogFile(a.fs, a.dir, copts)
+				} else {
+					a.cat, err = OpenCatalogFile(a.fs, a.dir, copts)
+				}
+			}
+		}
+		if errors.Is(err, ErrCorrupt) && !a.opts.KeepUnwrittenCatalog && a.catalogNeverWritten() {
 			// A creation that failed before the header was written:
 			// nothing to lose, create it again.
 			if err = a.fs.Remove(a.fs.Join(a.dir, CatalogFileName)); err == nil {
@@ -491,6 +515,18 @@ func (a *Archive) recordedPosition(id int64) (int64, error) {
 	}
 	return d.StopPosition, nil
 }
+
+// catalogCapacity is the length Open creates a catalog with.
+func (a *Archive) catalogCapacity() int64 {
+	if a.opts.CatalogCapacity > 0 {
+		return a.opts.CatalogCapacity
+	}
+	return DefaultCatalogCapacity
+}
+
+// CatalogRepaired reports whether Open repaired the catalog (see
+// Options.RepairCatalog).
+func (a *Archive) CatalogRepaired() bool { return a.catalogRepaired }
 
 // Recovered returns what Open found and repaired for the recordings a
 // crash had left active.

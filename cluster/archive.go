@@ -64,35 +64,26 @@ func openArchive(fsys vfs.FS, dir string, opts Options, nowMs func() int64, reco
 	case !errors.Is(err, vfs.ErrNotExist):
 		return nil, fmt.Errorf("cluster: archive mark file: %w", err)
 	}
-	opened := func() (*archive.Archive, error) {
-		return archive.Open(fsys, dir, archive.Options{
-			SegmentLength:    opts.SegmentLength,
-			FileIoMaxLength:  opts.BlockLength,
-			FileSyncLevel:    opts.FileSyncLevel,
-			CatalogSyncLevel: max(1, opts.FileSyncLevel),
-			Clock:            nowMs,
-			// Smaller than Aeron's 1 MiB defaults (same layouts): a node's
-			// catalog holds a log and its snapshots, and grows as needed.
-			CatalogCapacity:       64 * 1024,
-			MarkErrorBufferLength: 64 * 1024,
-		})
-	}
-	a, err := opened()
-	repaired := false
-	if errors.Is(err, archive.ErrCorrupt) {
-		// States a crash inside the catalog's addNewRecording can leave
-		// and archive.Open does not repair (see catalogrepair.go).
-		if fixed, ferr := repairCatalog(fsys, dir, recorded); ferr != nil {
-			return nil, fmt.Errorf("cluster: archive: %w (repair: %w)", err, ferr)
-		} else if fixed {
-			repaired = true
-			a, err = opened()
-		}
-	}
+	a, err := archive.Open(fsys, dir, archive.Options{
+		SegmentLength:    opts.SegmentLength,
+		FileIoMaxLength:  opts.BlockLength,
+		FileSyncLevel:    opts.FileSyncLevel,
+		CatalogSyncLevel: max(1, opts.FileSyncLevel),
+		Clock:            nowMs,
+		// Smaller than Aeron's 1 MiB defaults (same layouts): a node's
+		// catalog holds a log and its snapshots, and grows as needed.
+		CatalogCapacity:       64 * 1024,
+		MarkErrorBufferLength: 64 * 1024,
+		// The states a crash inside the catalog's addNewRecording
+		// leaves are repaired; a catalog of zeros only when
+		// recording.log names no recording.
+		RepairCatalog:        true,
+		KeepUnwrittenCatalog: recorded,
+	})
 	if err != nil {
 		return nil, fmt.Errorf("cluster: archive: %w", err)
 	}
-	return &nodeArchive{a: a, fs: fsys, dir: dir, level: opts.FileSyncLevel, catalogRepaired: repaired}, nil
+	return &nodeArchive{a: a, fs: fsys, dir: dir, level: opts.FileSyncLevel, catalogRepaired: a.CatalogRepaired()}, nil
 }
 
 // Descriptor implements recordinglog.Recordings.
