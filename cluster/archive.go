@@ -48,21 +48,9 @@ func openArchive(fsys vfs.FS, dir string, opts Options, nowMs func() int64, reco
 	// crashed node belongs to no live archive, so it is marked stopped
 	// (activity -1, as a clean stop leaves it) before the archive opens
 	// and checks it.
-	path := fsys.Join(dir, archive.MarkFileName)
-	f, err := fsys.OpenRW(path)
-	switch {
-	case err == nil:
-		// The archive package writes the message header, so the block
-		// is at offset 8. A torn mark file is recreated by Open.
-		err = archive.UpdateMarkActivity(f, 8, archive.NullTimestamp)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return nil, fmt.Errorf("cluster: archive mark file: %w", err)
-		}
-	case !errors.Is(err, vfs.ErrNotExist):
-		return nil, fmt.Errorf("cluster: archive mark file: %w", err)
+	// A torn mark file is recreated by Open.
+	if err := archive.MarkStopped(fsys, dir); err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	a, err := archive.Open(fsys, dir, archive.Options{
 		SegmentLength:    opts.SegmentLength,
