@@ -73,10 +73,10 @@ type Options struct {
 	// FileSyncLevel: 0 never syncs segments, 1 syncs data (File.Sync)
 	// after each block, 2 data and metadata (File.SyncAll). At level >= 1
 	// the directory is synced whenever a segment file is created.
-	FileSyncLevel int
+	FileSyncLevel SyncLevel
 	// CatalogSyncLevel is the catalog's sync level (0, 1, 2), which must
 	// not be below FileSyncLevel.
-	CatalogSyncLevel int
+	CatalogSyncLevel SyncLevel
 	// Clock returns the time in epoch ms for catalog timestamps, the mark
 	// file and the sidecar index. Nil means time.Now. With ActivityInterval
 	// set it is also called from the ticker goroutine, so it must then be
@@ -105,6 +105,17 @@ type Options struct {
 	DeleteDelay time.Duration
 	// Retention is the policy [Archive.Proposals] evaluates.
 	Retention RetentionPolicy
+	// RepairCatalog lets Open repair a catalog it would refuse when the
+	// damage is what a crash inside the catalog's addNewRecording leaves
+	// (an entry half-added after the last one, nextRecordingId not yet
+	// advanced: catalogrepair.go), as recordinglog's Options.Repair does
+	// for a torn entry; [Archive.CatalogRepaired] tells whether it did.
+	RepairCatalog bool
+	// KeepUnwrittenCatalog makes Open refuse a catalog holding only zeros
+	// (or no bytes) instead of replacing it with a new one: set it when
+	// something outside the archive names recordings, which such a
+	// catalog would have lost.
+	KeepUnwrittenCatalog bool
 }
 
 func (o *Options) resolve() error {
@@ -120,7 +131,7 @@ func (o *Options) resolve() error {
 	if o.FileIoMaxLength < MinFileIoMaxLength || o.FileIoMaxLength > MaxFileIoMaxLength || bits.OnesCount64(uint64(o.FileIoMaxLength)) != 1 {
 		return fmt.Errorf("archive: file io max length %d is not a power of two in [%d, %d]", o.FileIoMaxLength, MinFileIoMaxLength, MaxFileIoMaxLength)
 	}
-	if o.FileSyncLevel < 0 || o.FileSyncLevel > 2 || o.CatalogSyncLevel < 0 || o.CatalogSyncLevel > 2 {
+	if o.FileSyncLevel.Check() != nil || o.CatalogSyncLevel.Check() != nil {
 		return fmt.Errorf("archive: sync levels must be 0, 1 or 2 (file %d, catalog %d)", o.FileSyncLevel, o.CatalogSyncLevel)
 	}
 	if o.CatalogSyncLevel < o.FileSyncLevel {
@@ -162,10 +173,11 @@ func (o *Options) resolve() error {
 // recording; use [Archive.Descriptor] then. The log buffer a recording
 // reads may be written by another goroutine.
 type Archive struct {
-	fs   vfs.FS
-	dir  string
-	opts Options
-	cat  *Catalog
+	catalogRepaired bool // Open repaired the catalog (Options.RepairCatalog)
+	fs              vfs.FS
+	dir             string
+	opts            Options
+	cat             *Catalog
 
 	// mu is the catalog mutex: it guards cat, recordings, replays,
 	// deletes and retention.
@@ -286,7 +298,19 @@ func (a *Archive) openCatalog() error {
 	switch {
 	case err == nil:
 		a.cat, err = OpenCatalogFile(a.fs, a.dir, copts)
-		if errors.Is(err, ErrCorrupt) && a.catalogNeverWritten() {
+		if errors.Is(err, ErrCorrupt) && a.opts.RepairCatalog {
+			if fixed, ferr := repairCatalog(a.fs, a.dir, a.opts.KeepUnwrittenCatalog, a.catalogCapacity()); ferr != nil && !errors.Is(ferr, ErrCorrupt) {
+				return fmt.Errorf("%w (repair: %w)", err, ferr)
+			} else if fixed {
+				a.catalogRepaired = true
+				if _, serr := a.fs.Stat(a.fs.Join(a.dir, CatalogFileName)); errors.Is(serr, vfs.ErrNotExist) {
+					a.cat, err = CreateCatalogFile(a.fs, a.dir, copts)
+				} else {
+					a.cat, err = OpenCatalogFile(a.fs, a.dir, copts)
+				}
+			}
+		}
+		if errors.Is(err, ErrCorrupt) && !a.opts.KeepUnwrittenCatalog && a.catalogNeverWritten() {
 			// A creation that failed before the header was written:
 			// nothing to lose, create it again.
 			if err = a.fs.Remove(a.fs.Join(a.dir, CatalogFileName)); err == nil {
@@ -484,6 +508,18 @@ func (a *Archive) recordedPosition(id int64) (int64, error) {
 	}
 	return d.StopPosition, nil
 }
+
+// catalogCapacity is the length Open creates a catalog with.
+func (a *Archive) catalogCapacity() int64 {
+	if a.opts.CatalogCapacity > 0 {
+		return a.opts.CatalogCapacity
+	}
+	return DefaultCatalogCapacity
+}
+
+// CatalogRepaired reports whether Open repaired the catalog (see
+// Options.RepairCatalog).
+func (a *Archive) CatalogRepaired() bool { return a.catalogRepaired }
 
 // Recovered returns what Open found and repaired for the recordings a
 // crash had left active.
@@ -773,12 +809,4 @@ func (a *Archive) prepareSegment(f vfs.File, segLen int32, sparse bool) error {
 }
 
 // syncFile applies the file sync level to f.
-func (a *Archive) syncFile(f vfs.File) error {
-	switch a.opts.FileSyncLevel {
-	case 1:
-		return f.Sync()
-	case 2:
-		return f.SyncAll()
-	}
-	return nil
-}
+func (a *Archive) syncFile(f vfs.File) error { return a.opts.FileSyncLevel.Sync(f) }

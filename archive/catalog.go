@@ -179,7 +179,7 @@ type CatalogOptions struct {
 	Capacity int64
 	// SyncLevel is Aeron's catalogFileSyncLevel: 0 never syncs, 1 calls
 	// File.Sync after each update, 2 calls File.SyncAll.
-	SyncLevel int
+	SyncLevel SyncLevel
 	// ReadOnly opens without writing anything; updates fail with
 	// ErrReadOnly, and a nextRecordingId lower than the last id + 1 is
 	// tolerated (as Aeron does for a read-only catalog).
@@ -203,7 +203,7 @@ type Catalog struct {
 	name      string // f.Name(), for errors
 	buf       []byte // the file, [0, capacity)
 	readOnly  bool
-	syncLevel int
+	syncLevel SyncLevel
 	err       error // sticky: a failed write leaves the catalog unusable
 
 	version         int32
@@ -308,6 +308,13 @@ func OpenCatalog(f vfs.File, opts CatalogOptions) (*Catalog, error) {
 			err = io.ErrUnexpectedEOF
 		}
 		return nil, fmt.Errorf("archive: catalog %s: read %d of %d bytes: %w", f.Name(), n, size, err)
+	}
+	if capacity > size {
+		// The entries must fit the file as it is: zeros added past its end
+		// would make a cut entry read as a whole one.
+		if _, err := parseCatalog(buf[:size:size], f.Name(), !opts.ReadOnly); err != nil {
+			return nil, err
+		}
 	}
 	c, err := parseCatalog(buf, f.Name(), !opts.ReadOnly)
 	if err != nil {
@@ -853,14 +860,7 @@ func (c *Catalog) write(off, n int) error {
 }
 
 func (c *Catalog) sync() error {
-	var err error
-	switch {
-	case c.syncLevel > 1:
-		err = c.f.SyncAll()
-	case c.syncLevel == 1:
-		err = c.f.Sync()
-	}
-	if err != nil {
+	if err := c.syncLevel.Sync(c.f); err != nil {
 		c.err = fmt.Errorf("archive: catalog %s: sync: %w", c.name, err)
 		return c.err
 	}

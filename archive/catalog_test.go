@@ -50,7 +50,7 @@ func TestCatalogReproducesFixture(t *testing.T) {
 	suite{}.run(t, func(t *testing.T, sc suiteCase) {
 		level := sc.Level
 		f := &memFile{name: "new"}
-		c, err := CreateCatalog(f, CatalogOptions{Capacity: int64(len(want)), SyncLevel: level})
+		c, err := CreateCatalog(f, CatalogOptions{Capacity: int64(len(want)), SyncLevel: SyncLevel(level)})
 		if err != nil {
 			t.Fatal(err)
 		}

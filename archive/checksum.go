@@ -1,6 +1,9 @@
 package archive
 
-import "hash/crc32"
+import (
+	"fmt"
+	"hash/crc32"
+)
 
 // Frame checksums in the reserved value.
 //
@@ -29,3 +32,80 @@ func FrameChecksum(payload []byte) int64 {
 
 // HasFrameChecksum reports whether a reserved value holds a FrameChecksum.
 func HasFrameChecksum(reserved int64) bool { return reserved&checksumMask == checksumMarker }
+
+// Which recordings carry checksums.
+//
+// A recording carries checksums when its first DATA frame's reserved value
+// holds one (HasFrameChecksum): matchlog's writers give every DATA frame of
+// the node's log and snapshot recordings a FrameChecksum, and Aeron's
+// writers leave the field to the application (Aeron Cluster leaves it 0).
+// In a recording that carries checksums every DATA frame must hold one that
+// matches its payload; every reader (Replay, RecordingReader, ScanSegment,
+// Verify) checks each frame it reads. A frame whose checksum does not
+// match, in the middle of the data, is damage (InvalidFrame), never a torn
+// write. In a recording that does not (those real Aeron writes) only the
+// structure of each frame is checked: its place, type and length. A first
+// frame whose marker bit was damaged would make a checksummed recording
+// look like Aeron's; a later frame whose reserved value is a matching
+// checksum then reports the first frame as damaged (a random reserved
+// value matches its payload's CRC-32C with odds of 1 in 2^32).
+
+// ChecksumMode says whether a recording's DATA frames carry FrameChecksum.
+type ChecksumMode uint8
+
+const (
+	// ChecksumsUnknown decides from the first DATA frame checked.
+	ChecksumsUnknown ChecksumMode = iota
+	// ChecksumsAbsent: structure checks only (recordings of real Aeron).
+	ChecksumsAbsent
+	// ChecksumsPresent: every DATA frame holds a matching FrameChecksum.
+	ChecksumsPresent
+)
+
+func (m ChecksumMode) String() string {
+	switch m {
+	case ChecksumsAbsent:
+		return "no frame checksums"
+	case ChecksumsPresent:
+		return "frame checksums"
+	}
+	return "frame checksums not yet known"
+}
+
+// Check checks a DATA frame's reserved value against its payload and
+// returns "" when it is right, else what is wrong. A ChecksumsUnknown mode
+// is decided by the frame. Padding frames are not checked.
+func (m *ChecksumMode) Check(h FrameHeader, payload []byte) string {
+	reason, _ := m.check(h, payload)
+	return reason
+}
+
+// check is Check; torn reports a frame whose own checksum does not match
+// (what a torn write leaves), as opposed to a reserved value that is wrong
+// for the recording.
+func (m *ChecksumMode) check(h FrameHeader, payload []byte) (reason string, torn bool) {
+	if h.Type != FrameTypeData {
+		return "", false
+	}
+	marked := HasFrameChecksum(h.ReservedValue)
+	switch *m {
+	case ChecksumsUnknown:
+		if !marked {
+			*m = ChecksumsAbsent
+			return "", false
+		}
+		*m = ChecksumsPresent
+	case ChecksumsAbsent:
+		if marked && FrameChecksum(payload) == h.ReservedValue {
+			return "frame holds a matching checksum but the recording's first frame holds none: the first frame's reserved value is damaged", false
+		}
+		return "", false
+	}
+	if !marked {
+		return fmt.Sprintf("reserved value %#x holds no checksum, but the recording's frames carry checksums", uint64(h.ReservedValue)), false
+	}
+	if sum := FrameChecksum(payload); sum != h.ReservedValue {
+		return fmt.Sprintf("payload CRC-32C %#08x does not match %#08x in the reserved value", uint32(sum), uint32(h.ReservedValue)), true
+	}
+	return "", false
+}

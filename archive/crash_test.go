@@ -13,7 +13,7 @@ import (
 const crashTermLength = 64 << 10
 
 func crashOptions(level, block int, clock func() int64) Options {
-	return Options{SegmentLength: 128 << 10, FileIoMaxLength: block, FileSyncLevel: level, CatalogSyncLevel: level,
+	return Options{SegmentLength: 128 << 10, FileIoMaxLength: block, FileSyncLevel: SyncLevel(level), CatalogSyncLevel: SyncLevel(level),
 		Clock: clock, CatalogCapacity: 4096, MarkErrorBufferLength: 4096}
 }
 

@@ -41,6 +41,21 @@
 // Truncate) or the next Open cuts off. At level 0 nothing is synced and a
 // crash may lose any unsynced write.
 //
+// # Frame checksums
+//
+// Recordings matchlog writes (the node's log and snapshots) carry a
+// CRC-32C of each DATA frame's payload in the frame's reserved value
+// ([FrameChecksum]); whether a recording does is decided by its first DATA
+// frame ([ChecksumMode], [RecordingChecksums]). Every reader — [Replay],
+// [ScanSegment] and so [Verify] and [ComputeStopPosition] — checks every
+// frame it reads of such a recording: a frame whose checksum does not match
+// is a torn tail when only zeros follow it, and damage (an InvalidFrame
+// naming the segment file and offset) when data does. Recordings real
+// Aeron writes carry no checksum there (Aeron Cluster leaves the field 0):
+// for them only the structure of each frame is checked (its term offset,
+// term id, stream id, type and length), as ArchiveTool does, so a flipped
+// payload byte inside such a recording is not found.
+//
 // All integers are little-endian. All file access goes through
 // [github.com/matchlog/matchlog/internal/vfs], with positional reads and
 // writes.

@@ -251,3 +251,26 @@ func UpdateMarkActivity(f vfs.File, headerOffset int, timestampMs int64) error {
 	}
 	return nil
 }
+
+// MarkStopped marks the mark file of the archive directory dir stopped
+// (activity NullTimestamp, as a clean stop leaves it), for an owner that
+// knows the archive that wrote it is gone (a node restarting after its own
+// crash). No mark file is not an error; one that does not decode is left
+// as it is, for Open to judge.
+func MarkStopped(fsys vfs.FS, dir string) error {
+	f, err := fsys.OpenRW(fsys.Join(dir, MarkFileName))
+	if errors.Is(err, vfs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("archive: mark file: %w", err)
+	}
+	m, rerr := ReadMarkFile(f)
+	if rerr == nil {
+		err = UpdateMarkActivity(f, m.HeaderOffset, NullTimestamp)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

@@ -24,7 +24,7 @@ func TestCatalogCrashMemFS(t *testing.T) {
 			if err := fs.SyncDir("/"); err != nil {
 				t.Fatal(err)
 			}
-			c, err := CreateCatalogFile(fs, "arch", CatalogOptions{Capacity: 256, SyncLevel: level})
+			c, err := CreateCatalogFile(fs, "arch", CatalogOptions{Capacity: 256, SyncLevel: SyncLevel(level)})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -192,7 +192,7 @@ func verifyOK(t testing.TB, fs vfs.FS, dir string) {
 func TestRecordReplayRoundTrip(t *testing.T) {
 	suite{FS: fsCases, Blocks: []int{64 << 10, 128 << 10, 1 << 20}}.run(t, func(t *testing.T, sc suiteCase) {
 		testRoundTrip(t, sc.FS, sc.Dir, Options{SegmentLength: 128 << 10, FileIoMaxLength: sc.Block,
-			FileSyncLevel: sc.Level, CatalogSyncLevel: sc.Level, MarkErrorBufferLength: 4096},
+			FileSyncLevel: SyncLevel(sc.Level), CatalogSyncLevel: SyncLevel(sc.Level), MarkErrorBufferLength: 4096},
 			rand.New(rand.NewPCG(uint64(sc.Level), uint64(sc.Block))))
 	})
 }

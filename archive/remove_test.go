@@ -18,7 +18,7 @@ const (
 )
 
 func removeOptions(level int, clock func() int64) Options {
-	return Options{SegmentLength: rmSeg, FileIoMaxLength: 64 << 10, FileSyncLevel: level, CatalogSyncLevel: level,
+	return Options{SegmentLength: rmSeg, FileIoMaxLength: 64 << 10, FileSyncLevel: SyncLevel(level), CatalogSyncLevel: SyncLevel(level),
 		Clock: clock, CatalogCapacity: 4096, MarkErrorBufferLength: 4096}
 }
 

@@ -36,6 +36,7 @@ type Replay struct {
 	f      vfs.File
 	fBase  int64
 	closed bool
+	sums   ChecksumMode
 }
 
 // ReplayInfo describes an open replay.
@@ -88,8 +89,12 @@ func (a *Archive) StartReplay(id, position, limit int64) (*Replay, error) {
 	if limit == NullPosition && !active {
 		limit = end
 	}
+	sums, err := RecordingChecksums(a.fs, a.dir, d)
+	if err != nil {
+		return nil, err
+	}
 	rp := &Replay{a: a, id: id, d: d, from: position, pos: position, limit: limit, fBase: -1,
-		buf: make([]byte, replayChunk)}
+		buf: make([]byte, replayChunk), sums: sums}
 	if err := rp.checkBoundary(position); err != nil {
 		rp.closeFile()
 		return nil, err
@@ -206,6 +211,11 @@ func (rp *Replay) Poll(handler FrameHandler) (int, error) {
 		if !isPad {
 			if off+aligned > n {
 				break // read it whole next time
+			}
+			frame := buf[off : off+int64(frameLength)]
+			if reason := rp.sums.Check(DecodeFrameHeader(frame), frame[FrameHeaderLength:]); reason != "" {
+				return frames, corruptf("recording %d at position %d (%s offset %d): %s",
+					rp.id, pos, SegmentFileName(rp.id, base), pos-base, reason)
 			}
 			if err := handler(pos, buf[off:off+int64(frameLength)]); err != nil {
 				return frames, err

@@ -138,6 +138,11 @@ type SegmentParams struct {
 	SegmentLength int32
 	InitialTermID int32
 	StreamID      int32
+	// Checksums says whether the recording's DATA frames carry
+	// FrameChecksum; ChecksumsUnknown lets the scan's first DATA frame
+	// decide (ScanResult.Checksums reports the decision, to pass to the
+	// scan of the next segment).
+	Checksums ChecksumMode
 }
 
 // StartOffset is the file offset where frames start in this segment.
@@ -221,18 +226,24 @@ type ScanResult struct {
 	// UnverifiedEnd, when Problem.Unverified, is the end offset if the
 	// suspected frame is whole after all (End excludes it).
 	UnverifiedEnd int64
+	// Checksums is SegmentParams.Checksums, decided by the first DATA
+	// frame if it was ChecksumsUnknown.
+	Checksums ChecksumMode
 }
 
 // ScanSegment walks the frames of one segment file of size bytes from
 // p.StartOffset, as ArchiveTool verify does: each frame must have the term
 // offset and term id of its position and the recording's stream id, type
 // DATA or PAD, a length of at least 32 that keeps it inside its term, and
-// (DATA) at most MaxFrameLength. The walk ends at a zero frame length or the
+// (DATA) at most MaxFrameLength; in a recording that carries checksums
+// (p.Checksums, see ChecksumMode) each DATA frame's FrameChecksum must match
+// its payload: a mismatch followed only by zeros is a torn tail, one
+// followed by data is an InvalidFrame. The walk ends at a zero frame length or the
 // end of the segment. visit, if not nil, sees every whole frame; an error it
 // returns stops the scan and is returned. The error result is otherwise only
 // for I/O errors; problems with the data are in ScanResult.Problem.
 func ScanSegment(r io.ReaderAt, size int64, p SegmentParams, visit func(Frame) error) (ScanResult, error) {
-	res := ScanResult{LastFrameOffset: -1}
+	res := ScanResult{LastFrameOffset: -1, Checksums: p.Checksums}
 	if err := CheckSegmentLength(p.SegmentLength, p.TermLength); err != nil {
 		return res, err
 	}
@@ -314,6 +325,14 @@ func ScanSegment(r io.ReaderAt, size int64, p SegmentParams, visit func(Frame) e
 				return res, err
 			}
 			payload = b[FrameHeaderLength:h.FrameLength]
+			if reason, torn := res.Checksums.check(h, payload); reason != "" {
+				kind := InvalidFrame
+				if torn {
+					kind = TornTail // unless data follows (below)
+				}
+				res.Problem = &FrameProblem{Kind: kind, Offset: off, Reason: reason}
+				break
+			}
 		}
 		if visit != nil {
 			if err := visit(Frame{Offset: off, Header: h, Payload: payload}); err != nil {

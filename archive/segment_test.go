@@ -306,8 +306,8 @@ func (errReader) ReadAt([]byte, int64) (int, error) { return 0, os.ErrClosed }
 
 // TestScanChecksummedTail: a last frame with FrameChecksum in its reserved
 // value is known whole (even straddling a page with an all-zero part) or
-// torn (a verified torn tail, not a suspicion); a middle frame's checksum
-// is not checked.
+// torn (a verified torn tail, not a suspicion); a middle frame whose
+// checksum does not match is an invalid frame at its offset.
 func TestScanChecksummedTail(t *testing.T) {
 	p := SegmentParams{Base: 0, StartPosition: 0, TermLength: 65536, SegmentLength: 65536, InitialTermID: 5, StreamID: 9}
 	build := func(lastPayload []byte) ([]byte, int, int) {
@@ -345,12 +345,26 @@ func TestScanChecksummedTail(t *testing.T) {
 	if err != nil || res.Problem == nil || res.Problem.Kind != TornTail || res.Problem.Unverified || res.End != int64(last) {
 		t.Fatalf("torn checksummed frame: %+v %v", res, err)
 	}
-	// A damaged checksum in the middle is not this scan's business.
-	seg, _, end = build(bytes.Repeat([]byte{3}, 100))
+	// A damaged payload in the middle is damage, found at its frame.
+	seg, _, _ = build(bytes.Repeat([]byte{3}, 100))
 	seg[40] ^= 0xff
 	res, err = ScanSegment(bytes.NewReader(seg), int64(len(seg)), p, nil)
-	if err != nil || res.Problem != nil || res.End != int64(end) {
+	if err != nil || res.Problem == nil || res.Problem.Kind != InvalidFrame || res.Problem.Offset != 0 || res.End != 0 ||
+		res.Checksums != ChecksumsPresent {
 		t.Fatalf("middle frame: %+v %v", res, err)
+	}
+	// Without checksums (an Aeron recording) only the structure counts.
+	seg, _, end = build(bytes.Repeat([]byte{3}, 100))
+	for o := 0; o < end; {
+		h := DecodeFrameHeader(seg[o:])
+		h.ReservedValue = 0
+		EncodeFrameHeader(seg[o:], h)
+		o += int(AlignedFrameLength(h.FrameLength))
+	}
+	seg[40] ^= 0xff
+	res, err = ScanSegment(bytes.NewReader(seg), int64(len(seg)), p, nil)
+	if err != nil || res.Problem != nil || res.End != int64(end) || res.Checksums != ChecksumsAbsent {
+		t.Fatalf("middle frame without checksums: %+v %v", res, err)
 	}
 	if HasFrameChecksum(0) || !HasFrameChecksum(FrameChecksum(nil)) || HasFrameChecksum(-1) {
 		t.Fatal("HasFrameChecksum")

@@ -3,6 +3,7 @@ package archive
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"slices"
 	"strings"
 	"time"
@@ -233,11 +234,54 @@ func scanFile(fsys vfs.FS, dir string, s SegmentFile, d RecordingDescriptor) (Sc
 	if err != nil {
 		return ScanResult{LastFrameOffset: -1}, fmt.Errorf("archive: %s: %w", s.Name, err)
 	}
-	res, err := ScanSegment(f, size, segmentParams(d, s.Base), nil)
+	p := segmentParams(d, s.Base)
+	if p.Checksums, err = RecordingChecksums(fsys, dir, d); err != nil {
+		return ScanResult{LastFrameOffset: -1}, err
+	}
+	res, err := ScanSegment(f, size, p, nil)
 	if err != nil {
 		return res, fmt.Errorf("archive: scan %s: %w", s.Name, err)
 	}
 	return res, nil
+}
+
+// errFirstData stops RecordingChecksums' scan at the first DATA frame.
+var errFirstData = errors.New("archive: first data frame")
+
+// RecordingChecksums tells whether recording d's frames carry checksums
+// (see ChecksumMode) from its first DATA frame, at or after its start
+// position in the segment holding it. It is ChecksumsUnknown when that
+// segment is missing or holds no DATA frame; a scan then decides from the
+// first DATA frame it reads. Nothing is written.
+func RecordingChecksums(fsys vfs.FS, dir string, d RecordingDescriptor) (ChecksumMode, error) {
+	if err := checkDescriptorGeometry(&d); err != nil {
+		return ChecksumsUnknown, fmt.Errorf("archive: recording %d: %w", d.RecordingID, err)
+	}
+	base := SegmentFileBasePosition(d.StartPosition, d.StartPosition, d.TermBufferLength, d.SegmentFileLength)
+	name := SegmentFileName(d.RecordingID, base)
+	f, err := fsys.Open(fsys.Join(dir, name))
+	if errors.Is(err, fs.ErrNotExist) {
+		return ChecksumsUnknown, nil
+	} else if err != nil {
+		return ChecksumsUnknown, fmt.Errorf("archive: open %s: %w", name, err)
+	}
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil {
+		return ChecksumsUnknown, fmt.Errorf("archive: %s: %w", name, err)
+	}
+	res, err := ScanSegment(f, size, segmentParams(d, base), func(fr Frame) error {
+		if fr.Header.Type == FrameTypeData {
+			return errFirstData
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errFirstData) {
+		return ChecksumsUnknown, fmt.Errorf("archive: scan %s: %w", name, err)
+	}
+	// A first frame whose checksum does not match has decided
+	// ChecksumsPresent all the same.
+	return res.Checksums, nil
 }
 
 func segmentParams(d RecordingDescriptor, base int64) SegmentParams {

@@ -3,6 +3,7 @@ package cluster_test
 import (
 	"testing"
 
+	"github.com/matchlog/matchlog/archive"
 	"github.com/matchlog/matchlog/cluster"
 	"github.com/matchlog/matchlog/internal/vfs"
 	"github.com/matchlog/matchlog/server/metrics"
@@ -64,7 +65,7 @@ func TestSteadyStateAllocs(t *testing.T) {
 func steadyStateAllocs(t *testing.T, m *metrics.Metrics, syncLevel int) {
 	released := 0
 	opts := cluster.Options{FS: vfs.Default, Dir: t.TempDir(), Service: &nopService{},
-		TermLength: 64 * 1024, SegmentLength: 1 << 20, FileSyncLevel: syncLevel,
+		TermLength: 64 * 1024, SegmentLength: 1 << 20, FileSyncLevel: archive.SyncLevel(syncLevel),
 		Clock:  func() int64 { return 1 },
 		Egress: func(int64, []byte) { released++ }}
 	if m != nil {

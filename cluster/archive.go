@@ -35,61 +35,43 @@ type nodeArchive struct {
 	a     *archive.Archive
 	fs    vfs.FS
 	dir   string
-	level int
+	level archive.SyncLevel
 	// catalogRepaired: repairCatalog changed the catalog before it opened.
 	catalogRepaired bool
 }
 
-func openArchive(fsys vfs.FS, dir string, opts Options, nowMs func() int64) (*nodeArchive, error) {
+// recorded tells whether the node's recording.log holds entries: a
+// catalog that names no recording may then be what a crash left only when
+// nothing refers to a recording.
+func openArchive(fsys vfs.FS, dir string, opts Options, nowMs func() int64, recorded bool) (*nodeArchive, error) {
 	// The node owns its archive: an archive mark file left behind by a
 	// crashed node belongs to no live archive, so it is marked stopped
 	// (activity -1, as a clean stop leaves it) before the archive opens
 	// and checks it.
-	path := fsys.Join(dir, archive.MarkFileName)
-	f, err := fsys.OpenRW(path)
-	switch {
-	case err == nil:
-		// The archive package writes the message header, so the block
-		// is at offset 8. A torn mark file is recreated by Open.
-		err = archive.UpdateMarkActivity(f, 8, archive.NullTimestamp)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return nil, fmt.Errorf("cluster: archive mark file: %w", err)
-		}
-	case !errors.Is(err, vfs.ErrNotExist):
-		return nil, fmt.Errorf("cluster: archive mark file: %w", err)
+	// A torn mark file is recreated by Open.
+	if err := archive.MarkStopped(fsys, dir); err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
 	}
-	opened := func() (*archive.Archive, error) {
-		return archive.Open(fsys, dir, archive.Options{
-			SegmentLength:    opts.SegmentLength,
-			FileIoMaxLength:  opts.BlockLength,
-			FileSyncLevel:    opts.FileSyncLevel,
-			CatalogSyncLevel: max(1, opts.FileSyncLevel),
-			Clock:            nowMs,
-			// Smaller than Aeron's 1 MiB defaults (same layouts): a node's
-			// catalog holds a log and its snapshots, and grows as needed.
-			CatalogCapacity:       64 * 1024,
-			MarkErrorBufferLength: 64 * 1024,
-		})
-	}
-	a, err := opened()
-	repaired := false
-	if errors.Is(err, archive.ErrCorrupt) {
-		// States a crash inside the catalog's addNewRecording can leave
-		// and archive.Open does not repair (see catalogrepair.go).
-		if fixed, ferr := repairCatalog(fsys, dir); ferr != nil {
-			return nil, fmt.Errorf("cluster: archive: %w (repair: %w)", err, ferr)
-		} else if fixed {
-			repaired = true
-			a, err = opened()
-		}
-	}
+	a, err := archive.Open(fsys, dir, archive.Options{
+		SegmentLength:    opts.SegmentLength,
+		FileIoMaxLength:  opts.BlockLength,
+		FileSyncLevel:    opts.FileSyncLevel,
+		CatalogSyncLevel: max(1, opts.FileSyncLevel),
+		Clock:            nowMs,
+		// Smaller than Aeron's 1 MiB defaults (same layouts): a node's
+		// catalog holds a log and its snapshots, and grows as needed.
+		CatalogCapacity:       64 * 1024,
+		MarkErrorBufferLength: 64 * 1024,
+		// The states a crash inside the catalog's addNewRecording
+		// leaves are repaired; a catalog of zeros only when
+		// recording.log names no recording.
+		RepairCatalog:        true,
+		KeepUnwrittenCatalog: recorded,
+	})
 	if err != nil {
 		return nil, fmt.Errorf("cluster: archive: %w", err)
 	}
-	return &nodeArchive{a: a, fs: fsys, dir: dir, level: opts.FileSyncLevel, catalogRepaired: repaired}, nil
+	return &nodeArchive{a: a, fs: fsys, dir: dir, level: opts.FileSyncLevel, catalogRepaired: a.CatalogRepaired()}, nil
 }
 
 // Descriptor implements recordinglog.Recordings.

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/matchlog/matchlog/archive"
 	"github.com/matchlog/matchlog/cluster/recordinglog"
 	"github.com/matchlog/matchlog/internal/logbuf"
 	"github.com/matchlog/matchlog/internal/vfs"
@@ -65,7 +66,7 @@ type Options struct {
 	// released once the message's log position is durable at this level.
 	// At level 0 nothing is synced: released events do not mean the
 	// command survives a crash — a crash may lose acknowledged commands.
-	FileSyncLevel int
+	FileSyncLevel archive.SyncLevel
 	// BlockLength caps one archive write and sync (Aeron's
 	// fileIoMaxLength: a power of two >= 64 KiB; default 16 MiB).
 	BlockLength int
@@ -367,6 +368,11 @@ type Node struct {
 	split      DutyCycleSplit
 	lastRecord time.Duration
 	recovery   Recovery
+
+	// guard is the directory as Open found it, put back when the start
+	// fails; backups are the crash repairs' backups (repairbackup.go).
+	guard   *dirState
+	backups []string
 }
 
 func (o *Options) defaults() {
@@ -434,6 +440,10 @@ func Open(opts Options) (*Node, error) {
 	if opts.Service == nil {
 		return nil, errors.New("cluster: Options.Service is nil")
 	}
+	if err := opts.FileSyncLevel.Check(); err != nil {
+		// Before anything is created or written.
+		return nil, fmt.Errorf("cluster: Options.FileSyncLevel: %w", err)
+	}
 	if err := logbuf.CheckTermLength(opts.TermLength); err != nil {
 		return nil, err
 	}
@@ -453,8 +463,18 @@ func Open(opts Options) (*Node, error) {
 			stampMarkFile(n.mark, -1) // this node does not run after all
 		}
 		n.closeFiles(true)
+		if n.guard != nil {
+			// A failed start leaves the directory as it found it.
+			if rerr := n.guard.restore(n.fs); rerr != nil {
+				err = errors.Join(err, fmt.Errorf("%w: %w", ErrNotRestored, rerr))
+			}
+		}
 		n.logOpenFailed(err)
 		return nil, err
+	}
+	if n.guard != nil {
+		n.keepRepairs()
+		n.guard = nil
 	}
 	n.logOpen()
 	return n, nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/matchlog/matchlog/archive"
 	"github.com/matchlog/matchlog/internal/vfs"
 )
 
@@ -65,6 +66,14 @@ func DecodeNodeState(b []byte) (NodeState, error) {
 	st := NodeState{Version: int32(le.Uint32(b))}
 	if major := st.Version >> 16 & 0xff; major != nodeStateMajorVersion {
 		return NodeState{}, fmt.Errorf("%w: major version %d, this software reads %d", ErrNodeStateCorrupt, major, nodeStateMajorVersion)
+	}
+	// Aeron 1.4x writes 0.3.0; any other version (or non-zero header
+	// padding) is damage or a file this software does not know, and is
+	// refused rather than rewritten.
+	if st.Version != markVersion || le.Uint32(b[4:]) != 0 {
+		return NodeState{}, fmt.Errorf("%w: header version %d.%d.%d (padding %#x), this software reads %d.%d.%d",
+			ErrNodeStateCorrupt, st.Version>>16&0xff, st.Version>>8&0xff, st.Version&0xff, le.Uint32(b[4:]),
+			markVersion>>16&0xff, markVersion>>8&0xff, markVersion&0xff)
 	}
 	found := false
 	for off := nodeStateHeaderLength; ; {
@@ -151,9 +160,9 @@ func ReadNodeState(fsys vfs.FS, dir string) (NodeState, error) {
 // writeNodeState makes dir's node-state.dat hold st. A new file is written
 // whole under a temporary name and renamed into place (a crash leaves the
 // old file or the new one); an existing file has its CandidateTerm body
-// rewritten in place (24 bytes in one page). sync > 0 syncs as Aeron's
-// NodeStateFile does at file sync level > 0.
-func writeNodeState(fsys vfs.FS, dir string, st NodeState, exists bool, sync int) error {
+// rewritten in place (24 bytes in one page), then synced at sync (as Aeron's
+// NodeStateFile does at file sync level > 0).
+func writeNodeState(fsys vfs.FS, dir string, st NodeState, exists bool, sync archive.SyncLevel) error {
 	path := fsys.Join(dir, NodeStateFileName)
 	if exists {
 		f, err := fsys.OpenRW(path)
@@ -162,8 +171,8 @@ func writeNodeState(fsys vfs.FS, dir string, st NodeState, exists bool, sync int
 		}
 		b := AppendNodeState(nil, st)
 		_, err = f.WriteAt(b[24:48], 24)
-		if err == nil && sync > 0 {
-			err = f.Sync()
+		if err == nil {
+			err = sync.Sync(f)
 		}
 		if cerr := f.Close(); err == nil {
 			err = cerr
@@ -202,7 +211,7 @@ func writeNodeState(fsys vfs.FS, dir string, st NodeState, exists bool, sync int
 // recorded there if that is higher (a crash after a term started but
 // before its TERM entry reached recording.log: Aeron never reuses a
 // candidate term id). It records the result with logPosition and nowMs.
-func proposeCandidateTerm(fsys vfs.FS, dir string, termID, logPosition, nowMs int64, sync int) (int64, error) {
+func proposeCandidateTerm(fsys vfs.FS, dir string, termID, logPosition, nowMs int64, sync archive.SyncLevel) (int64, error) {
 	st, err := ReadNodeState(fsys, dir)
 	exists := err == nil
 	switch {

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"strings"
 
+	"github.com/matchlog/matchlog/archive"
 	"github.com/matchlog/matchlog/internal/vfs"
 )
 
@@ -78,6 +80,8 @@ type fileState struct {
 	data []byte   // the whole file, when size <= rollbackWholeFile
 	zero []bool   // per chunk of a larger file: only zeros
 	sums []uint64 // per chunk of a larger file: FNV-1a of its bytes
+
+	sizeOnly bool // only the length was kept (captureStart)
 }
 
 // dirState is the recorded state of the directories subs.
@@ -98,6 +102,49 @@ func captureDirs(fsys vfs.FS, subs []string) (*dirState, error) {
 		}
 		for _, name := range names {
 			p := fsys.Join(d, name)
+			fs, err := captureFile(fsys, p)
+			if err != nil {
+				return nil, err
+			}
+			if fs != nil {
+				s.files[p] = fs
+			}
+		}
+	}
+	return s, nil
+}
+
+// startGuardWhole is the largest segment file a start keeps whole.
+const startGuardWhole = 1 << 20
+
+// captureStart records the state of the node directories subs for Open to
+// put back when the start fails: every file but the segments whole (or by
+// chunk sums), and segment files whole up to startGuardWhole bytes, larger
+// ones by length only (a failed start that grew one is cut back; one that
+// changed bytes inside a large segment cannot be undone, and restore
+// says so).
+func captureStart(fsys vfs.FS, subs []string) (*dirState, error) {
+	s := &dirState{dirs: subs, files: map[string]*fileState{}}
+	for _, d := range subs {
+		names, err := fsys.List(d)
+		if errors.Is(err, vfs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, name := range names {
+			p := fsys.Join(d, name)
+			if strings.HasSuffix(name, archive.SegmentSuffix) {
+				size, err := fsys.Stat(p)
+				if err != nil {
+					return nil, err
+				}
+				if size > startGuardWhole {
+					s.files[p] = &fileState{size: size, sizeOnly: true}
+					continue
+				}
+			}
 			fs, err := captureFile(fsys, p)
 			if err != nil {
 				return nil, err
@@ -194,6 +241,15 @@ func (st *fileState) restore(fsys vfs.FS, p string) error {
 	size, err := fsys.Stat(p)
 	if err != nil {
 		return fmt.Errorf("%s: %w (it was %d bytes)", p, err, st.size)
+	}
+	if st.sizeOnly {
+		switch {
+		case size == st.size:
+			return nil
+		case size < st.size:
+			return fmt.Errorf("%s: cut from %d to %d bytes; the cut bytes were not kept", p, st.size, size)
+		}
+		return rewrite(fsys, p, func(f vfs.File) error { return f.Truncate(st.size) })
 	}
 	if st.data != nil || st.size == 0 {
 		if size == st.size {

@@ -33,6 +33,7 @@ const (
 	IssueOffFrameGrid      = "off-frame-grid"
 	IssueDamagedCatalog    = "damaged-catalog"
 	IssueSnapshotLoad      = "snapshot-does-not-load"
+	IssueLostEntries       = "recording-log-lost-entries"
 )
 
 // PlanIssue is one reason a recovery plan cannot be carried out.
@@ -48,7 +49,7 @@ type PlanIssue struct {
 func (i PlanIssue) String() string { return i.Problem + "; fix: " + i.Fix }
 
 // ErrPlanNotFeasible is wrapped by PlanError.
-var ErrPlanNotFeasible = errors.New("cluster: the recovery plan cannot be carried out")
+var ErrPlanNotFeasible = errors.New("cluster: the recovery plan (recording.log with the archive catalog) cannot be carried out")
 
 // PlanError returns nil for no issues, else an error wrapping
 // ErrPlanNotFeasible that lists each issue with its fix.
@@ -138,6 +139,7 @@ func (c *planChecker) check(plan *recordinglog.RecoveryPlan) []PlanIssue {
 	for _, s := range plan.Snapshots {
 		issues = append(issues, c.recording(s.RecordingID, 0, -1, fmt.Sprintf("snapshot of service %d at log position %d", s.ServiceID, s.LogPosition), true)...)
 	}
+	issues = append(issues, c.crossCheck()...)
 	if l := plan.Log; l != nil {
 		log := c.recording(l.RecordingID, plan.ReplayFrom, plan.ReplayTo, "log", false)
 		issues = append(issues, log...)
@@ -148,6 +150,40 @@ func (c *planChecker) check(plan *recordinglog.RecoveryPlan) []PlanIssue {
 				}
 				issues = append(issues, *is)
 			}
+		}
+	}
+	return issues
+}
+
+// crossCheck compares recording.log with the catalog. A torn last append
+// loses one entry (recordinglog cuts the partial entry); losing more is
+// not a crash and is refused: a last TERM entry whose range ends (its
+// logPosition is committed, which happens only when the next TERM is
+// appended) while its log recording runs past that position means the
+// entries after it are gone. Snapshot recordings that no entry names are
+// not evidence: a crash during or right after a snapshot leaves them
+// (several, when snapshots follow each other), before their SNAPSHOT
+// entries are appended.
+func (c *planChecker) crossCheck() []PlanIssue {
+	entries := c.rl.Entries()
+	if len(entries) == 0 {
+		return nil
+	}
+	var issues []PlanIssue
+	fix := "restore recording.log from a backup (its entries were lost); the catalog and the segment files name recordings it no longer lists"
+	var lastTerm *recordinglog.Entry
+	for i := range entries {
+		e := &entries[i]
+		if e.Type == recordinglog.TypeTerm && e.Valid {
+			lastTerm = e
+		}
+	}
+	if lastTerm != nil && lastTerm.LogPosition != recordinglog.NullValue {
+		if d, err := c.cat.Descriptor(lastTerm.RecordingID); err == nil && d.StopPosition > lastTerm.LogPosition {
+			issues = append(issues, PlanIssue{Kind: IssueLostEntries, RecordingID: d.RecordingID, Position: lastTerm.LogPosition,
+				Problem: fmt.Sprintf("%s: the last TERM entry (term %d) ends at log position %d, but log recording %d runs to %d: the entries after it are missing",
+					recordinglog.FileName, lastTerm.LeadershipTermID, lastTerm.LogPosition, d.RecordingID, d.StopPosition),
+				Fix: fix})
 		}
 	}
 	return issues
@@ -208,6 +244,8 @@ func (c *planChecker) recording(id, from, to int64, what string, snapshot bool) 
 			problem = fmt.Sprintf("segment file %s of recording %d (%s), positions [%d, %d), is missing", name, id, what, base, base+need)
 		case size < need:
 			problem = fmt.Sprintf("segment file %s of recording %d (%s) holds %d bytes, positions up to %d need %d", name, id, what, size, base+need, need)
+		case size > sl:
+			problem = fmt.Sprintf("segment file %s of recording %d (%s) holds %d bytes, more than the segment length %d: the bytes after %d were not written by the archive", name, id, what, size, sl, sl)
 		default:
 			continue
 		}

@@ -3,6 +3,7 @@ package cluster
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/matchlog/matchlog/archive"
@@ -53,9 +54,23 @@ func (n *Node) open() error {
 	if err := checkArchiveMark(fsys, n.adir, n.opts.EpochClock(), n.opts.MarkFileTimeout); err != nil && !n.opts.IgnoreLiveMarkFile {
 		return err
 	}
+	if p := fsys.Join(n.cdir, MarkFileName); markTornAtCreation(fsys, p) {
+		// The one crash repair of a mark file: one cut while it was being
+		// created holds no state (it is rewritten at every start).
+		size, _ := fsys.Stat(p)
+		n.opts.Logger.Warn("crash repair: the mark file was cut while it was created; it is written anew",
+			slog.String("file", p), slog.Int64("bytes", size))
+	}
 	if err := n.preflight(); err != nil {
 		return err
 	}
+	// From here on the start may write (mark files, crash repairs); when
+	// it fails, Open puts back what it found.
+	guard, err := captureStart(fsys, []string{n.cdir, n.adir})
+	if err != nil {
+		return fmt.Errorf("cluster: record the directory's state before the start: %w", err)
+	}
+	n.guard = guard
 	// New directories are durable once their parents are synced.
 	for _, d := range []string{n.cdir, n.adir} {
 		if err := fsys.MkdirAll(d); err != nil {
@@ -67,12 +82,15 @@ func (n *Node) open() error {
 			return err
 		}
 	}
-	var err error
 	n.markMs = n.opts.EpochClock()
 	if n.mark, err = writeMarkFile(fsys, n.cdir, n.markMs, n.cdir); err != nil {
 		return fmt.Errorf("cluster: mark file: %w", err)
 	}
-	n.arc, err = openArchive(fsys, n.adir, n.opts, n.nowMs)
+	rlSize, err := fsys.Stat(fsys.Join(n.cdir, recordinglog.FileName))
+	if err != nil && !errors.Is(err, vfs.ErrNotExist) {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	n.arc, err = openArchive(fsys, n.adir, n.opts, n.nowMs, rlSize > 0)
 	if err != nil {
 		return err
 	}

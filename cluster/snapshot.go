@@ -134,6 +134,9 @@ func (n *Node) pollSnapshot(wait bool) error {
 	if err := n.rlog.AppendSnapshot(job.cmRec, n.termID, term.TermBaseLogPosition, pos, ts, -1); err != nil {
 		return fmt.Errorf("cluster: recording.log: %w", err)
 	}
+	if len(n.backups) > 0 {
+		n.dropBackups()
+	}
 	n.stats.Snapshots++
 	n.stats.SnapshotBytes += job.bytes
 	n.stats.LastSnapshotWrite = job.duration

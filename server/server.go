@@ -284,6 +284,9 @@ func (h hooked) OnSessionClose(sess *cluster.ClientSession, ts int64, r cluster.
 // or created; no connection is accepted before Serve.
 func New(opts Options) (*Server, error) {
 	opts.defaults()
+	if err := opts.Node.FileSyncLevel.Check(); err != nil {
+		return nil, fmt.Errorf("server: Options.Node.FileSyncLevel: %w", err)
+	}
 	s := &Server{opts: opts, conns: map[*conn]struct{}{}, sessions: map[int64]*conn{}, clients: map[uint64]*conn{},
 		wake: make(chan struct{}, 1), reqs: make(chan func()), stopped: make(chan struct{})}
 	ln, err := net.Listen("tcp", opts.Addr)

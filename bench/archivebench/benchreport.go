@@ -233,8 +233,8 @@ func (g *BenchRig) RecordRun(parent string, n int64, block, level int, segLen in
 		os.RemoveAll(dir)
 		syncAll()
 	}()
-	a, err := archive.Open(vfs.Default, dir, archive.Options{SegmentLength: segLen, FileIoMaxLength: block, FileSyncLevel: level,
-		CatalogSyncLevel: level, MarkErrorBufferLength: 4096})
+	a, err := archive.Open(vfs.Default, dir, archive.Options{SegmentLength: segLen, FileIoMaxLength: block, FileSyncLevel: archive.SyncLevel(level),
+		CatalogSyncLevel: archive.SyncLevel(level), MarkErrorBufferLength: 4096})
 	if err != nil {
 		return 0, err
 	}

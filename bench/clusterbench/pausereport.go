@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/matchlog/matchlog/archive"
 	"github.com/matchlog/matchlog/cluster"
 	"github.com/matchlog/matchlog/cluster/enginesvc"
 	"github.com/matchlog/matchlog/engine"
@@ -267,7 +268,7 @@ func PauseReport(o PauseOptions) (*PauseResult, error) {
 		fsys = &vfs.Route{Base: vfs.Default, Alt: alt, Match: snapshotSegment}
 	}
 	node, err := cluster.Open(cluster.Options{
-		FS: fsys, Dir: dir, Service: svc, FileSyncLevel: o.SyncLevel, SnapshotMode: o.Mode,
+		FS: fsys, Dir: dir, Service: svc, FileSyncLevel: archive.SyncLevel(o.SyncLevel), SnapshotMode: o.Mode,
 		TermLength: 16 << 20, SegmentLength: 128 << 20, BlockLength: o.BlockLength, MTU: 8192, MaxBatch: 4096,
 		SnapshotTermLength: o.SnapshotTermLength, SnapshotYieldEvery: o.YieldEvery, SnapshotNice: o.Nice,
 		Egress: func(_ int64, msg []byte) {

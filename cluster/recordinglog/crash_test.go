@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/matchlog/matchlog/archive"
 	"github.com/matchlog/matchlog/cluster/recordinglog"
 	"github.com/matchlog/matchlog/internal/vfs"
 )
@@ -138,7 +139,7 @@ func TestCrashAtSync(t *testing.T) {
 			inj := vfs.NewInjector(mem, vfs.Ops(vfs.OpSync), i)
 			lastSynced := state(nil)
 			rec := recorder(inj, nil, func(b []byte) { lastSynced = state(b) })
-			l := mustCreate(t, rec, recordinglog.Options{SyncLevel: level})
+			l := mustCreate(t, rec, recordinglog.Options{SyncLevel: archive.SyncLevel(level)})
 			err := workload(l)
 			if inj.Injected() == nil {
 				if err != nil {
@@ -172,7 +173,7 @@ func TestCrashAtSync(t *testing.T) {
 				clone := mem.CrashClone(cfg)
 				plain := mem.CrashClone(vfs.CrashCloneConfig{UnsyncedDataPercent: cfg.UnsyncedDataPercent,
 					Rand: rand.New(rand.NewPCG(99, uint64(i)))})
-				l2, err := recordinglog.Open(clone, "/c", recordinglog.Options{Repair: true, SyncLevel: level})
+				l2, err := recordinglog.Open(clone, "/c", recordinglog.Options{Repair: true, SyncLevel: archive.SyncLevel(level)})
 				if err != nil {
 					t.Fatalf("level %d sync %d crash %d%%: reopen: %v", level, i, cfg.UnsyncedDataPercent, err)
 				}

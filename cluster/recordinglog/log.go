@@ -7,6 +7,7 @@ import (
 	"io"
 	"slices"
 
+	"github.com/matchlog/matchlog/archive"
 	"github.com/matchlog/matchlog/internal/vfs"
 )
 
@@ -15,7 +16,7 @@ type Options struct {
 	// SyncLevel is Aeron's cluster fileSyncLevel: 0 never syncs, 1 syncs
 	// the file's data (File.Sync, fdatasync) after every write, 2 syncs
 	// data and metadata (File.SyncAll).
-	SyncLevel int
+	SyncLevel archive.SyncLevel
 	// Repair lets Open drop a torn tail (see ErrTornTail): the file is
 	// truncated to its last whole entry and synced, and Log.Repaired
 	// reports what was dropped. Damage anywhere else is still an error.
@@ -256,15 +257,8 @@ func (l *Log) write(b []byte, off int64, what string) error {
 }
 
 // syncAtLeast syncs at max(level, SyncLevel).
-func (l *Log) syncAtLeast(level int) error {
-	level = max(level, l.opts.SyncLevel)
-	switch {
-	case level >= 2:
-		return l.f.SyncAll()
-	case level == 1:
-		return l.f.Sync()
-	}
-	return nil
+func (l *Log) syncAtLeast(level archive.SyncLevel) error {
+	return max(level, l.opts.SyncLevel).Sync(l.f)
 }
 
 // Sync makes every write durable whatever the sync level (Aeron's force

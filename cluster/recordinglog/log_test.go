@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/matchlog/matchlog/archive"
 	"github.com/matchlog/matchlog/cluster/recordinglog"
 	"github.com/matchlog/matchlog/internal/vfs"
 )
@@ -85,7 +86,7 @@ const path = "/c/" + recordinglog.FileName
 func TestRoundTrip(t *testing.T) {
 	for _, level := range []int{0, 1, 2} {
 		fs := vfs.NewMem()
-		l := mustCreate(t, fs, recordinglog.Options{SyncLevel: level})
+		l := mustCreate(t, fs, recordinglog.Options{SyncLevel: archive.SyncLevel(level)})
 		steps := []func() error{
 			func() error { return l.AppendTerm(5, 0, 0, 1000) },
 			func() error { return l.AppendSnapshot(6, 0, 0, 4096, 1100, 1) },

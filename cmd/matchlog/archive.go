@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/matchlog/matchlog/archive"
+	"github.com/matchlog/matchlog/cluster"
 	"github.com/matchlog/matchlog/cluster/retention"
 	"github.com/matchlog/matchlog/internal/vfs"
 )
@@ -158,7 +159,7 @@ func runArchive(args []string, stdout, stderr io.Writer) error {
 	case f.delay < 0:
 		return bad("--delay must not be negative")
 	}
-	if f.dir, err = resolveDir(f.dir, "archive", archive.CatalogFileName); err != nil {
+	if f.dir, err = resolveDir(f.dir, cluster.ArchiveDirName, archive.CatalogFileName); err != nil {
 		return err
 	}
 	if idGiven {
@@ -653,6 +654,10 @@ func archiveReplay(f *archiveFlags, stdout io.Writer) error {
 	}
 	next := from // the position the next frame must have
 	tl, sl := d.TermBufferLength, d.SegmentFileLength
+	sums, err := archive.RecordingChecksums(vfs.Default, f.dir, d)
+	if err != nil {
+		return err
+	}
 	for base := archive.SegmentFileBasePosition(d.StartPosition, from, tl, sl); next < to; base += int64(sl) {
 		name := archive.SegmentFileName(f.id, base)
 		file, err := vfs.Default.Open(filepath.Join(f.dir, name))
@@ -665,7 +670,7 @@ func archiveReplay(f *archiveFlags, stdout io.Writer) error {
 			return err
 		}
 		p := archive.SegmentParams{Base: base, StartPosition: d.StartPosition, TermLength: tl, SegmentLength: sl,
-			InitialTermID: d.InitialTermID, StreamID: d.StreamID}
+			InitialTermID: d.InitialTermID, StreamID: d.StreamID, Checksums: sums}
 		segEnd := base + int64(sl)
 		res, err := archive.ScanSegment(file, size, p, func(fr archive.Frame) error {
 			pos := base + fr.Offset
@@ -711,8 +716,9 @@ func archiveReplay(f *archiveFlags, stdout io.Writer) error {
 			return err
 		}
 		if res.Problem != nil && base+res.Problem.Offset < to {
-			return fmt.Errorf("recording %d: %s: %w", f.id, name, res.Problem)
+			return fmt.Errorf("recording %d at position %d: %s: %w", f.id, base+res.Problem.Offset, name, res.Problem)
 		}
+		sums = res.Checksums
 		if next < to && next < segEnd {
 			if next == from && from > base+res.End {
 				return fmt.Errorf("recording %d: --from %d is past the data of %s", f.id, from, name)

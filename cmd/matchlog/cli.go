@@ -13,6 +13,8 @@ import (
 	"reflect"
 	"strings"
 
+	"github.com/matchlog/matchlog/cluster"
+	"github.com/matchlog/matchlog/cluster/recordinglog"
 	"github.com/matchlog/matchlog/snapshot"
 )
 
@@ -41,7 +43,7 @@ func resolveDir(dir, sub, marker string) (string, error) {
 // resolveNodeDir returns the node directory for a cluster verb's --dir: the
 // directory itself, or the parent of the cluster/ directory given.
 func resolveNodeDir(dir string) (string, error) {
-	cdir, err := resolveDir(dir, "cluster", "recording.log")
+	cdir, err := resolveDir(dir, cluster.ClusterDirName, recordinglog.FileName)
 	if err != nil {
 		return "", err
 	}

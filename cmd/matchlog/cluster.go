@@ -134,8 +134,8 @@ func runCluster(args []string, stdout, stderr io.Writer) error {
 	return cmd(f, stdout)
 }
 
-func clusterDir(d string) string { return filepath.Join(d, "cluster") }
-func archiveDir(d string) string { return filepath.Join(d, "archive") }
+func clusterDir(d string) string { return filepath.Join(d, cluster.ClusterDirName) }
+func archiveDir(d string) string { return filepath.Join(d, cluster.ArchiveDirName) }
 
 func openRecordingLog(d string, readOnly bool) (*recordinglog.Log, error) {
 	return recordinglog.Open(vfs.Default, clusterDir(d), recordinglog.Options{ReadOnly: readOnly, SyncLevel: 1})
@@ -392,7 +392,8 @@ func describeText(w io.Writer, l *recordinglog.Log, entries []recordinglog.Entry
 // ---- reading snapshot recordings of a stopped node ----
 
 // scanRecording calls visit for each whole DATA frame of a recording in
-// [StartPosition, StopPosition), reading its segment files directly.
+// [StartPosition, StopPosition), read through archive.RecordingReader
+// (read-only; every frame checked).
 func scanRecording(d string, info *archive.RecordingInfo, visit func(pos int64, flags uint8, payload []byte) error) error {
 	dd := info.Descriptor
 	stop := dd.StopPosition
@@ -402,32 +403,20 @@ func scanRecording(d string, info *archive.RecordingInfo, visit func(pos int64, 
 			return err
 		}
 	}
-	for _, sf := range info.Segments {
-		if sf.Base+int64(dd.SegmentFileLength) <= dd.StartPosition || sf.Base >= stop {
-			continue
+	r, err := archive.OpenRecordingReader(vfs.Default, archiveDir(d), dd, dd.StartPosition, stop)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	for {
+		h, payload, end, ok := r.Next()
+		if !ok {
+			return r.Err()
 		}
-		file, err := vfs.Default.Open(filepath.Join(archiveDir(d), sf.Name))
-		if err != nil {
+		if err := visit(end-archive.AlignedFrameLength(h.FrameLength), h.Flags, payload); err != nil {
 			return err
-		}
-		p := archive.SegmentParams{Base: sf.Base, StartPosition: dd.StartPosition, TermLength: dd.TermBufferLength,
-			SegmentLength: dd.SegmentFileLength, InitialTermID: dd.InitialTermID, StreamID: dd.StreamID}
-		res, err := archive.ScanSegment(file, sf.Size, p, func(fr archive.Frame) error {
-			pos := sf.Base + fr.Offset
-			if pos < dd.StartPosition || pos >= stop || fr.Header.Type == archive.FrameTypePad {
-				return nil
-			}
-			return visit(pos, fr.Header.Flags, fr.Payload)
-		})
-		file.Close()
-		if err != nil {
-			return err
-		}
-		if res.Problem != nil && sf.Base+res.Problem.Offset < stop {
-			return fmt.Errorf("recording %d: %s: %v", dd.RecordingID, sf.Name, res.Problem)
 		}
 	}
-	return nil
 }
 
 // engineSnapshot summarises the engine snapshot in a node's service
@@ -558,7 +547,7 @@ func describeNode(d string, mark *clusterMark, l *recordinglog.Log, entries []re
 	n := &nodeDescription{Mark: mark}
 	n.Live, n.LiveReason = nodeLiveness(d, mark, now)
 	problem := func(format string, args ...any) { n.Problems = append(n.Problems, fmt.Sprintf(format, args...)) }
-	if st, err := cluster.ReadNodeState(vfs.Default, filepath.Join(d, "cluster")); err == nil {
+	if st, err := cluster.ReadNodeState(vfs.Default, clusterDir(d)); err == nil {
 		n.NodeState = &nodeStateJSON{st.CandidateTermID, st.Timestamp, st.LogPosition}
 	} else {
 		problem("node state: %v", err)

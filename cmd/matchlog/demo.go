@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/matchlog/matchlog/archive"
 	"github.com/matchlog/matchlog/cmd/matchlog/internal/demo"
 )
 
@@ -56,7 +57,7 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return bad("%v", err)
 	}
-	o.SyncLevel = &level
+	o.SyncLevel = new(archive.SyncLevel(level))
 	o.Rate = float64(*rate)
 	switch {
 	case o.Orders < 1:

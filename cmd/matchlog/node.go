@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/matchlog/matchlog/archive"
 	"github.com/matchlog/matchlog/cluster"
 	"github.com/matchlog/matchlog/cluster/enginesvc"
 	"github.com/matchlog/matchlog/server"
@@ -85,12 +86,13 @@ func parseNodeFlags(args []string, stderr io.Writer) (nodeConfig, error) {
 	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
 		return bad("--listen %q: the host must be a loopback address (the server has no authentication)", f.listen)
 	}
-	syncLevel, err := f.sync.one("sync")
+	n, err := f.sync.one("sync")
 	if err != nil {
 		return bad("%v", err)
 	}
-	if syncLevel < 0 || syncLevel > 2 {
-		return bad("--sync %d: want 0, 1 or 2", syncLevel)
+	syncLevel := archive.SyncLevel(n)
+	if syncLevel.Check() != nil {
+		return bad("--sync %d: want 0, 1 or 2", n)
 	}
 	modeName, err := f.mode.one()
 	if err != nil {

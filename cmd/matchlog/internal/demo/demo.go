@@ -74,7 +74,7 @@ type Options struct {
 	// SyncLevel is the archive's file sync level, 0, 1 or 2; nil (the
 	// zero value) is DefaultSyncLevel, 1: a probe's Release means its
 	// command is on disk. Level 0 is asked for explicitly, new(0).
-	SyncLevel *int
+	SyncLevel *archive.SyncLevel
 	// Baseline is how long the probes run before the first snapshot
 	// (default 3 s); Gap how long after each snapshot and the restart
 	// (default 1.5 s); Settle how far before a snapshot's request and
@@ -100,10 +100,10 @@ type Options struct {
 }
 
 // DefaultSyncLevel is the file sync level of Options{}.
-const DefaultSyncLevel = 1
+const DefaultSyncLevel = archive.SyncData
 
 // syncLevel is the file sync level the run uses.
-func (o *Options) syncLevel() int {
+func (o *Options) syncLevel() archive.SyncLevel {
 	if o.SyncLevel == nil {
 		return DefaultSyncLevel
 	}
@@ -243,10 +243,10 @@ const (
 // Run runs the demo.
 func Run(ctx context.Context, o Options) (*Report, error) {
 	o.defaults()
-	if l := o.syncLevel(); l < 0 || l > 2 {
-		return nil, fmt.Errorf("demo: file sync level %d: give 0, 1 or 2 (nil: %d)", l, DefaultSyncLevel)
+	if l := o.syncLevel(); l.Check() != nil {
+		return nil, fmt.Errorf("demo: file sync level %d: give 0, 1 or 2 (nil: %d)", int(l), int(DefaultSyncLevel))
 	}
-	rep := &Report{Orders: o.Orders, Instruments: o.Instruments, SyncLevel: o.syncLevel(), ProbeRate: o.Rate,
+	rep := &Report{Orders: o.Orders, Instruments: o.Instruments, SyncLevel: int(o.syncLevel()), ProbeRate: o.Rate,
 		LoadAvg: measure.LoadAvg(), NumCPU: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), Machine: thisMachine(time.Now())}
 	say := func(format string, args ...any) {
 		if o.Progress != nil {

@@ -32,7 +32,7 @@ func TestDemoSmall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.SyncLevel != demo.DefaultSyncLevel { // Options{} leaves SyncLevel nil
+	if rep.SyncLevel != int(demo.DefaultSyncLevel) { // Options{} leaves SyncLevel nil
 		t.Fatalf("ran at file sync level %d, want the documented default %d", rep.SyncLevel, demo.DefaultSyncLevel)
 	}
 	if !rep.StateHashEqual || rep.StateHashBefore == "" {

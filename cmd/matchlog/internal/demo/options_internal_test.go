@@ -2,6 +2,7 @@ package demo
 
 import (
 	"context"
+	"github.com/matchlog/matchlog/archive"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,9 +14,9 @@ import (
 // node gets.
 func TestSyncLevelDefault(t *testing.T) {
 	for _, c := range []struct {
-		level *int
-		want  int
-	}{{nil, 1}, {new(0), 0}, {new(1), 1}, {new(2), 2}} {
+		level *archive.SyncLevel
+		want  archive.SyncLevel
+	}{{nil, 1}, {new(archive.SyncLevel(0)), 0}, {new(archive.SyncLevel(1)), 1}, {new(archive.SyncLevel(2)), 2}} {
 		o := Options{SyncLevel: c.level}
 		o.defaults()
 		if got := o.nodeOptions("d").FileSyncLevel; got != c.want {
@@ -31,7 +32,7 @@ func TestSyncLevelDefault(t *testing.T) {
 // directory is created.
 func TestSyncLevelRefused(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "node")
-	for _, l := range []int{-1, 3} {
+	for _, l := range []archive.SyncLevel{-1, 3} {
 		_, err := Run(context.Background(), Options{Dir: dir, Orders: 10, SyncLevel: &l})
 		if err == nil || !strings.Contains(err.Error(), "give 0, 1 or 2") {
 			t.Fatalf("level %d: %v", l, err)

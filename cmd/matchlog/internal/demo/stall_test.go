@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/matchlog/matchlog/archive"
 	"github.com/matchlog/matchlog/cmd/matchlog/internal/demo"
 	"github.com/matchlog/matchlog/internal/vfs"
 )
@@ -70,7 +71,7 @@ func TestDemoStallOutsideWindows(t *testing.T) {
 	const delay = 400 * time.Millisecond
 	fs := newSlowSyncFS(vfs.Default, delay)
 	prog := &armOnProbes{fs: fs, after: 150 * time.Millisecond}
-	opts := demo.Options{Orders: 5_000, Instruments: 2, Rate: 1000, SyncLevel: new(1), Baseline: time.Second,
+	opts := demo.Options{Orders: 5_000, Instruments: 2, Rate: 1000, SyncLevel: new(archive.SyncData), Baseline: time.Second,
 		Gap: 200 * time.Millisecond, Settle: 50 * time.Millisecond, FS: fs, Progress: prog,
 		Dir: filepath.Join(t.TempDir(), "node")}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

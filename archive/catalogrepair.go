@@ -1,28 +1,31 @@
-package cluster
+package archive
 
 import (
 	"encoding/binary"
 	"errors"
 
-	"github.com/matchlog/matchlog/archive"
 	"github.com/matchlog/matchlog/internal/vfs"
 )
 
-// Catalog repairs the node runs when archive.Open refuses a catalog in a
-// state that a crash inside Aeron's Catalog.addNewRecording leaves when
-// its writes (descriptor body, descriptor header, nextRecordingId, then one
-// sync) were not all made durable. Each such entry was never synced, so no
-// recording.log entry can name it, and dropping it loses nothing. Other
-// damage is left alone and reported by archive.Open.
+// Catalog repairs Open runs, with Options.RepairCatalog, when it refuses a
+// catalog in a state that a crash inside Aeron's Catalog.addNewRecording
+// leaves when its writes (descriptor body, descriptor header,
+// nextRecordingId, then one sync) were not all made durable. Each such
+// entry was never synced, so nothing outside the archive (a recording.log
+// entry) can name it, and dropping it loses nothing. Other damage is left
+// alone and reported by Open.
 
 // repairCatalog applies the repairs below; true if it changed the file.
-func repairCatalog(fsys vfs.FS, dir string) (bool, error) {
-	path := fsys.Join(dir, archive.CatalogFileName)
-	if allZero(fsys, path) {
+// keepZeros: a catalog of zeros (or of no bytes) is not removed (its owner
+// knows of recordings it has lost). capacity is the length the archive
+// creates a catalog with: a file shorter than that was cut, not torn.
+func repairCatalog(fsys vfs.FS, dir string, keepZeros bool, capacity int64) (bool, error) {
+	path := fsys.Join(dir, CatalogFileName)
+	if !keepZeros && zeroFile(fsys, path) {
 		// Created, never written: no recording to lose.
 		return true, fsys.Remove(path)
 	}
-	fixed, err := dropTornEntry(fsys, dir)
+	fixed, err := dropTornEntry(fsys, dir, capacity)
 	if err != nil {
 		return fixed, err
 	}
@@ -36,15 +39,15 @@ func repairCatalog(fsys vfs.FS, dir string) (bool, error) {
 // higher id, which the catalog refuses. Such an entry was never synced,
 // so nothing (no recording.log entry) can name it: when the bad entry is
 // the last one and only zeros follow it, it is zeroed and the file synced.
-func dropTornEntry(fsys vfs.FS, dir string) (bool, error) {
-	path := fsys.Join(dir, archive.CatalogFileName)
+func dropTornEntry(fsys vfs.FS, dir string, capacity int64) (bool, error) {
+	path := fsys.Join(dir, CatalogFileName)
 	f, err := fsys.OpenRW(path)
 	if err != nil {
 		return false, err
 	}
 	defer f.Close()
 	size, err := f.Size()
-	if err != nil || size > 256<<20 || size < archive.CatalogHeaderLength {
+	if err != nil || size > 256<<20 || size < CatalogHeaderLength {
 		return false, err
 	}
 	b := make([]byte, size)
@@ -56,22 +59,28 @@ func dropTornEntry(fsys vfs.FS, dir string) (bool, error) {
 	if align == 0 {
 		return false, nil // legacy layout: leave it to the operator
 	}
-	off, prev := int64(archive.CatalogHeaderLength), int64(-1)
-	for off+archive.DescriptorHeaderLength <= size {
+	off, prev := int64(CatalogHeaderLength), int64(-1)
+	for off+DescriptorHeaderLength <= size {
 		length := int64(int32(le.Uint32(b[off:])))
 		if length <= 0 {
 			return false, nil // clean end: nothing to drop
 		}
-		end := off + archive.DescriptorHeaderLength + length // length includes the alignment padding
+		end := off + DescriptorHeaderLength + length // length includes the alignment padding
 		state := int32(le.Uint32(b[off+4:]))
-		bad := end > size || length < archive.DescriptorBlockLength
+		if end > size && size < capacity {
+			// The file ends inside the entry and is shorter than the
+			// archive creates it: it was cut, which no crash does (a
+			// crash during a grow leaves the file at its old length).
+			return false, nil
+		}
+		bad := end > size || length < DescriptorBlockLength
 		var id int64
 		if !bad {
-			id = int64(le.Uint64(b[off+archive.DescriptorHeaderLength+16:]))
-			bad = state == int32(archive.StateValid) && id <= prev
+			id = int64(le.Uint64(b[off+DescriptorHeaderLength+16:]))
+			bad = state == int32(StateValid) && id <= prev
 		}
 		if !bad {
-			if state == int32(archive.StateValid) {
+			if state == int32(StateValid) {
 				prev = id
 			}
 			off = end
@@ -96,7 +105,7 @@ func dropTornEntry(fsys vfs.FS, dir string) (bool, error) {
 // advanced, which a writable open refuses. It sets nextRecordingId to the
 // last id + 1 and syncs.
 func fixNextRecordingID(fsys vfs.FS, dir string) (bool, error) {
-	cat, err := archive.OpenCatalogFile(fsys, dir, archive.CatalogOptions{ReadOnly: true})
+	cat, err := OpenCatalogFile(fsys, dir, CatalogOptions{ReadOnly: true})
 	if err != nil {
 		return false, err
 	}
@@ -110,7 +119,7 @@ func fixNextRecordingID(fsys vfs.FS, dir string) (bool, error) {
 	if legacy || next >= last+1 {
 		return false, nil
 	}
-	f, err := fsys.OpenRW(fsys.Join(dir, archive.CatalogFileName))
+	f, err := fsys.OpenRW(fsys.Join(dir, CatalogFileName))
 	if err != nil {
 		return false, err
 	}
@@ -122,8 +131,8 @@ func fixNextRecordingID(fsys vfs.FS, dir string) (bool, error) {
 	return true, errors.Join(err, f.Close())
 }
 
-// allZero reports whether the file holds nothing but zeros.
-func allZero(fsys vfs.FS, path string) bool {
+// zeroFile reports whether the file holds nothing but zeros.
+func zeroFile(fsys vfs.FS, path string) bool {
 	f, err := fsys.Open(path)
 	if err != nil {
 		return false
