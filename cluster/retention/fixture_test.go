@@ -198,28 +198,6 @@ func TestSingleNodePositions(t *testing.T) {
 	}
 }
 
-// copyDir copies the regular files of src/sub for each sub into dst.
-func copyDir(t *testing.T, src, dst string, subs ...string) {
-	t.Helper()
-	for _, sub := range subs {
-		es, err := os.ReadDir(filepath.Join(src, sub))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.MkdirAll(filepath.Join(dst, sub), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range es {
-			b, err := os.ReadFile(filepath.Join(src, sub, e.Name()))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(dst, sub, e.Name()), b, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-}
 
 // Presence in recording.log is not proof: member 2's only set, with its
 // service snapshot's recording cut short (the file ends inside a frame), is
@@ -238,7 +216,7 @@ func TestThreeMembersDamagedSnapshot(t *testing.T) {
 		{"2-0.rec", func(b []byte) []byte { b[96+6] ^= 0xff; return b }, "does not read back whole"},
 	} {
 		d := filepath.Join(t.TempDir(), "member-2")
-		copyDir(t, src, d, "cluster", "archive")
+		fixtures.CopyDirs(t, src, d, "cluster", "archive")
 		p := filepath.Join(d, "archive", c.file)
 		b, err := os.ReadFile(p)
 		if err != nil {
