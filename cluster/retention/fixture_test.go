@@ -198,7 +198,6 @@ func TestSingleNodePositions(t *testing.T) {
 	}
 }
 
-
 // Presence in recording.log is not proof: member 2's only set, with its
 // service snapshot's recording cut short (the file ends inside a frame), is
 // not loadable; S becomes -1; the verdict falls back to the whole log from
