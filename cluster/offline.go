@@ -91,27 +91,7 @@ type dirState struct {
 }
 
 func captureDirs(fsys vfs.FS, subs []string) (*dirState, error) {
-	s := &dirState{dirs: subs, files: map[string]*fileState{}}
-	for _, d := range subs {
-		names, err := fsys.List(d)
-		if errors.Is(err, vfs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		for _, name := range names {
-			p := fsys.Join(d, name)
-			fs, err := captureFile(fsys, p)
-			if err != nil {
-				return nil, err
-			}
-			if fs != nil {
-				s.files[p] = fs
-			}
-		}
-	}
-	return s, nil
+	return captureWith(fsys, subs, captureFile)
 }
 
 // startGuardWhole is the largest segment file a start keeps whole.
@@ -124,6 +104,23 @@ const startGuardWhole = 1 << 20
 // changed bytes inside a large segment cannot be undone, and restore
 // says so).
 func captureStart(fsys vfs.FS, subs []string) (*dirState, error) {
+	return captureWith(fsys, subs, func(fsys vfs.FS, p string) (*fileState, error) {
+		if strings.HasSuffix(p, archive.SegmentSuffix) {
+			size, err := fsys.Stat(p)
+			if err != nil {
+				return nil, err
+			}
+			if size > startGuardWhole {
+				return &fileState{size: size, sizeOnly: true}, nil
+			}
+		}
+		return captureFile(fsys, p)
+	})
+}
+
+// captureWith records every entry of the directories subs with capture (a
+// nil state: not tracked); a missing directory has nothing to record.
+func captureWith(fsys vfs.FS, subs []string, capture func(vfs.FS, string) (*fileState, error)) (*dirState, error) {
 	s := &dirState{dirs: subs, files: map[string]*fileState{}}
 	for _, d := range subs {
 		names, err := fsys.List(d)
@@ -135,17 +132,7 @@ func captureStart(fsys vfs.FS, subs []string) (*dirState, error) {
 		}
 		for _, name := range names {
 			p := fsys.Join(d, name)
-			if strings.HasSuffix(name, archive.SegmentSuffix) {
-				size, err := fsys.Stat(p)
-				if err != nil {
-					return nil, err
-				}
-				if size > startGuardWhole {
-					s.files[p] = &fileState{size: size, sizeOnly: true}
-					continue
-				}
-			}
-			fs, err := captureFile(fsys, p)
+			fs, err := capture(fsys, p)
 			if err != nil {
 				return nil, err
 			}
