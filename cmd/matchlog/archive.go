@@ -16,6 +16,7 @@ import (
 
 	"github.com/matchlog/matchlog/archive"
 	"github.com/matchlog/matchlog/cluster"
+	"github.com/matchlog/matchlog/cluster/recordinglog"
 	"github.com/matchlog/matchlog/cluster/retention"
 	"github.com/matchlog/matchlog/internal/vfs"
 )
@@ -580,10 +581,10 @@ func archiveRemove(f *archiveFlags, stdout io.Writer, detach, del bool) (err err
 // cluster/recording.log beside it belongs to no node: nothing to check.
 func checkPastSnapshot(adir string, id, newStart int64) error {
 	node := filepath.Dir(adir)
-	if _, err := os.Stat(filepath.Join(node, "cluster", "recording.log")); err != nil {
+	if _, err := os.Stat(filepath.Join(node, cluster.ClusterDirName, recordinglog.FileName)); err != nil {
 		return nil
 	}
-	if filepath.Base(adir) != "archive" {
+	if filepath.Base(adir) != cluster.ArchiveDirName {
 		return fmt.Errorf("%s has cluster/recording.log beside it, but is not named archive/: the snapshot check cannot read the node; "+
 			"copy the node into a directory with cluster/ and archive/, or pass --unsafe-past-snapshot", adir)
 	}
