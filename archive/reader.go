@@ -24,8 +24,8 @@ import (
 // position, the segment file and the offset in it. Padding frames are
 // skipped unless IncludePadding was called.
 //
-// It reads at most 1 MiB of a segment at once and allocates that buffer
-// once. The recording must not change under the reader in [from, to): a
+// It reads at most 1 MiB of a segment at once (never across a term) and
+// allocates its buffer once. The recording must not change under the reader in [from, to): a
 // stopped recording, or the part of an active one already recorded.
 type RecordingReader struct {
 	fs       vfs.FS
@@ -128,8 +128,8 @@ func (r *RecordingReader) fill(at int64) error {
 	termLen := int64(r.d.TermBufferLength)
 	end := min(r.to, at-(at&(termLen-1))+termLen, at+readChunk)
 	n := int(end - at)
-	if cap(r.buf) < readChunk {
-		r.buf = make([]byte, readChunk)
+	if r.buf == nil {
+		r.buf = make([]byte, min(readChunk, termLen)) // a read never crosses a term
 	}
 	r.buf = r.buf[:n]
 	if m, err := r.file.ReadAt(r.buf, at-base); m < n {
