@@ -12,9 +12,9 @@
 // replay ([Archive.StartReplay], [Replay], built on the read-only
 // [RecordingReader], the one reader of recorded frames, which the node's
 // restart, its inspection functions and the tools use too), the mark
-// file's liveness, crash
-// recovery on [Open], and a sidecar index of segment timestamps for
-// retention by age ([IndexFileName], [Archive.AgeCutoff]).
+// file's liveness, crash recovery on [Open], and a sidecar index of
+// segment timestamps for retention by age ([IndexFileName],
+// [Archive.AgeCutoff]).
 //
 // # Usage
 //
