@@ -9,9 +9,12 @@
 // [ComputeStopPosition] and [Verify]; and the archive itself ([Archive]):
 // a recorder that copies an image of a log buffer into segment files
 // ([Archive.StartRecording], [Archive.ExtendRecording], [Recording]),
-// replay ([Archive.StartReplay], [Replay]), the mark file's liveness, crash
-// recovery on [Open], and a sidecar index of segment timestamps for
-// retention by age ([IndexFileName], [Archive.AgeCutoff]).
+// replay ([Archive.StartReplay], [Replay], built on the read-only
+// [RecordingReader], the one reader of recorded frames, which the node's
+// restart, its inspection functions and the tools use too), the mark
+// file's liveness, crash recovery on [Open], and a sidecar index of
+// segment timestamps for retention by age ([IndexFileName],
+// [Archive.AgeCutoff]).
 //
 // # Usage
 //
@@ -46,8 +49,8 @@
 // Recordings matchlog writes (the node's log and snapshots) carry a
 // CRC-32C of each DATA frame's payload in the frame's reserved value
 // ([FrameChecksum]); whether a recording does is decided by its first DATA
-// frame ([ChecksumMode], [RecordingChecksums]). Every reader — [Replay],
-// [ScanSegment] and so [Verify] and [ComputeStopPosition] — checks every
+// frame ([ChecksumMode], [RecordingChecksums]). Every reader — [RecordingReader]
+// and so [Replay], [ScanSegment] and so [Verify] and [ComputeStopPosition] — checks every
 // frame it reads of such a recording: a frame whose checksum does not match
 // is a torn tail when only zeros follow it, and damage (an InvalidFrame
 // naming the segment file and offset) when data does. Recordings real

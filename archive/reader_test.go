@@ -3,6 +3,7 @@ package archive
 import (
 	"bytes"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -78,5 +79,83 @@ func TestRecordingReaderChecksEveryFrame(t *testing.T) {
 		if names, _ := mem.List("a"); len(names) != 1 {
 			t.Fatalf("the reader wrote files: %v", names)
 		}
+	}
+}
+
+// TestRecordingReaderPaddingAndLimits: padding frames are skipped unless
+// IncludePadding is called; a start inside a frame is refused; a limit
+// inside a frame ends the read before it, and a stop position inside one
+// is damage.
+func TestRecordingReaderPaddingAndLimits(t *testing.T) {
+	const termLen, segLen = 65536, 2 * 65536
+	seg := make([]byte, segLen)
+	put := func(off int, typ uint16, length int) int {
+		payload := bytes.Repeat([]byte{byte(off)}, length-32)
+		h := FrameHeader{FrameLength: int32(length), Flags: 0xC0, Type: typ, TermOffset: int32(off % termLen),
+			StreamID: 9, TermID: int32(5 + off/termLen)}
+		if typ == FrameTypeData {
+			h.ReservedValue = FrameChecksum(payload)
+			copy(seg[off+32:], payload)
+		}
+		EncodeFrameHeader(seg[off:], h)
+		return off + int(AlignedFrameLength(h.FrameLength))
+	}
+	off := put(0, FrameTypeData, 100)         // [0, 128)
+	off = put(off, FrameTypeData, 200)        // [128, 352)
+	off = put(off, FrameTypePad, termLen-off) // to the term end
+	off = put(off, FrameTypeData, 64)         // [65536, 65600)
+	stop := int64(off)
+	mem := vfs.NewMem()
+	if err := mem.MkdirAll("a"); err != nil {
+		t.Fatal(err)
+	}
+	f, err := mem.Create("a/" + SegmentFileName(3, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(seg, 0); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	d := RecordingDescriptor{RecordingID: 3, StartPosition: 0, StopPosition: stop, TermBufferLength: termLen,
+		SegmentFileLength: segLen, InitialTermID: 5, StreamID: 9}
+	read := func(from, to int64, pad bool) ([]int64, *RecordingReader) {
+		t.Helper()
+		r, err := OpenRecordingReader(mem, "a", d, from, to)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		if pad {
+			r.IncludePadding()
+		}
+		var ends []int64
+		for {
+			h, payload, end, ok := r.Next()
+			if !ok {
+				break
+			}
+			if h.Type == FrameTypePad && len(payload) != 0 {
+				t.Fatalf("padding frame with a %d-byte payload", len(payload))
+			}
+			ends = append(ends, end)
+		}
+		return ends, r
+	}
+	if ends, r := read(0, -1, false); r.Err() != nil || !slices.Equal(ends, []int64{128, 352, 65600}) {
+		t.Fatalf("without padding: %v, %v", ends, r.Err())
+	}
+	if ends, r := read(0, -1, true); r.Err() != nil || !slices.Equal(ends, []int64{128, 352, 65536, 65600}) {
+		t.Fatalf("with padding: %v, %v", ends, r.Err())
+	}
+	if ends, r := read(128, 200, false); r.Err() != nil || len(ends) != 0 || r.Position() != 128 {
+		t.Fatalf("limit inside a frame: %v to %d, %v; want nothing, at 128", ends, r.Position(), r.Err())
+	}
+	if _, err := OpenRecordingReader(mem, "a", d, 64, -1); !errors.Is(err, ErrInvalidPosition) {
+		t.Fatalf("start inside a frame: %v", err)
+	}
+	d.StopPosition = 65568 // inside the last frame
+	if _, r := read(0, -1, false); !errors.Is(r.Err(), ErrCorrupt) || !strings.Contains(r.Err().Error(), "position 65536") {
+		t.Fatalf("stop inside a frame: %v", r.Err())
 	}
 }

@@ -153,9 +153,9 @@ func (a *Archive) checkDetach(id, newStart int64) (RecordingDescriptor, error) {
 		return d, err
 	}
 	for _, rp := range a.replays {
-		if rp.id == id && !rp.closed && rp.pos < newStart {
+		if rp.id == id && !rp.closed && rp.rd.pos < newStart {
 			return d, &DetachError{RecordingID: id, NewStart: newStart, Rule: DetachReplaying,
-				Detail: fmt.Sprintf("a replay is at %d (from %d)", rp.pos, rp.from)}
+				Detail: fmt.Sprintf("a replay is at %d (from %d)", rp.rd.pos, rp.from)}
 		}
 	}
 	return d, nil

@@ -54,7 +54,7 @@ func openArchive(fsys vfs.FS, dir string, opts Options, nowMs func() int64, reco
 	}
 	a, err := archive.Open(fsys, dir, archive.Options{
 		SegmentLength:    opts.SegmentLength,
-		FileIoMaxLength:  opts.BlockLength,
+		FileIoMaxLength:  opts.FileIoMaxLength,
 		FileSyncLevel:    opts.FileSyncLevel,
 		CatalogSyncLevel: max(1, opts.FileSyncLevel),
 		Clock:            nowMs,

@@ -90,8 +90,8 @@
 //
 // # Client-visible pause
 //
-// enginesvc.PauseReport (`matchlog bench cluster`, BenchmarkPauseReport)
-// measures what clients see: commands submitted on a fixed schedule (20,000
+// clusterbench.PauseReport in bench/clusterbench (`matchlog bench
+// cluster`, BenchmarkPauseReport) measures what clients see: commands submitted on a fixed schedule (20,000
 // a second by default), each one's delay from its scheduled send time
 // (coordinated-omission corrected) to the release of its events, over 1 s
 // without a snapshot (the baseline p99) and from 200 ms before a snapshot

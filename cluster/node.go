@@ -67,9 +67,9 @@ type Options struct {
 	// At level 0 nothing is synced: released events do not mean the
 	// command survives a crash — a crash may lose acknowledged commands.
 	FileSyncLevel archive.SyncLevel
-	// BlockLength caps one archive write and sync (Aeron's
+	// FileIoMaxLength caps one archive write and sync (Aeron's
 	// fileIoMaxLength: a power of two >= 64 KiB; default 16 MiB).
-	BlockLength int
+	FileIoMaxLength int
 	// SnapshotTermLength is the term length of the service snapshot's
 	// publication, which also bounds one snapshot block. The snapshot's
 	// blocks are written and synced on the snapshot goroutine without

@@ -3,7 +3,6 @@ package cluster
 import (
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/matchlog/matchlog/archive"
@@ -144,7 +143,7 @@ func (c *planChecker) check(plan *recordinglog.RecoveryPlan) []PlanIssue {
 		log := c.recording(l.RecordingID, plan.ReplayFrom, plan.ReplayTo, "log", false)
 		issues = append(issues, log...)
 		if len(log) == 0 && plan.ReplayFrom < plan.ReplayTo {
-			if is := c.frameAt(l, plan.ReplayFrom); is != nil {
+			if is := c.frameAt(l, plan.ReplayFrom, plan.ReplayTo); is != nil {
 				if len(plan.Snapshots) > 0 {
 					is.Fix = "" // the snapshot's position is what is off: an earlier set may do
 				}
@@ -284,8 +283,9 @@ func (c *planChecker) recordingState(id int64, what string) []PlanIssue {
 	return nil
 }
 
-// frameAt checks that a frame of the log starts at pos.
-func (c *planChecker) frameAt(l *recordinglog.LogRecording, pos int64) *PlanIssue {
+// frameAt checks, with archive.RecordingReader, that a frame of the log
+// starts at pos and that this frame, which ends at or before to, is whole.
+func (c *planChecker) frameAt(l *recordinglog.LogRecording, pos, to int64) *PlanIssue {
 	bad := func(why string) *PlanIssue {
 		return &PlanIssue{Kind: IssueOffFrameGrid, RecordingID: l.RecordingID, Position: pos,
 			Problem: fmt.Sprintf("replay position %d of log recording %d is not at a frame: %s", pos, l.RecordingID, why),
@@ -298,29 +298,24 @@ func (c *planChecker) frameAt(l *recordinglog.LogRecording, pos int64) *PlanIssu
 	if err != nil {
 		return nil // reported by recording()
 	}
-	base := archive.SegmentFileBasePosition(d.StartPosition, pos, d.TermBufferLength, d.SegmentFileLength)
-	f, err := c.fsys.Open(c.fsys.Join(c.adir, archive.SegmentFileName(l.RecordingID, base)))
-	if err != nil {
+	r, err := archive.OpenRecordingReader(c.fsys, c.adir, d, pos, to)
+	switch {
+	case errors.Is(err, archive.ErrInvalidPosition) || errors.Is(err, archive.ErrCorrupt):
+		return bad(err.Error())
+	case err != nil:
 		c.readErr(err)
 		return nil
 	}
-	defer f.Close()
-	b := make([]byte, archive.FrameHeaderLength)
-	if n, err := f.ReadAt(b, pos-base); n < len(b) {
-		if err != nil && !errors.Is(err, io.EOF) {
+	defer r.Close()
+	if _, _, _, ok := r.Next(); !ok {
+		switch err := r.Err(); {
+		case errors.Is(err, archive.ErrCorrupt):
+			return bad(err.Error())
+		case err != nil:
 			c.readErr(err)
-			return nil
+		default:
+			return bad(fmt.Sprintf("no whole frame before %d", to))
 		}
-		return bad("the segment file ends there")
-	}
-	h := archive.DecodeFrameHeader(b)
-	switch {
-	case h.FrameLength < archive.FrameHeaderLength:
-		return bad(fmt.Sprintf("frame length %d", h.FrameLength))
-	case h.Type != archive.FrameTypeData && h.Type != archive.FrameTypePad:
-		return bad(fmt.Sprintf("frame type %d", h.Type))
-	case int64(h.TermOffset) != pos&int64(d.TermBufferLength-1):
-		return bad(fmt.Sprintf("the frame there says term offset %d, the position's is %d", h.TermOffset, pos&int64(d.TermBufferLength-1)))
 	}
 	return nil
 }

@@ -32,9 +32,9 @@ type PauseOptions struct {
 	Mode cluster.SnapshotMode
 	// SyncLevel is the archive's file sync level (0, 1 or 2).
 	SyncLevel int
-	// BlockLength is the archive's block length (fileIoMaxLength, default
+	// FileIoMaxLength is the archive's block length (default
 	// 1 MiB).
-	BlockLength int
+	FileIoMaxLength int
 	// Workers is the number of parallel snapshot encoders (0: linear).
 	Workers int
 	// SnapshotTermLength is the node's Options.SnapshotTermLength (0:
@@ -188,7 +188,7 @@ func (g *bookGen) order(c *engine.Command) {
 // PauseReport measures the client-visible pause of one snapshot.
 //
 // It opens a node (enginesvc service, archive at o.SyncLevel with
-// o.BlockLength blocks, log term 16 MiB, MTU 8 KiB, MaxBatch 4096) in a
+// o.FileIoMaxLength blocks, log term 16 MiB, MTU 8 KiB, MaxBatch 4096) in a
 // fresh directory and grows the book to o.Orders resting orders through
 // the node's ingress: new-order commands offered in batches of 4,096 and
 // sequenced, applied and recorded by the duty cycle at the configured sync
@@ -210,8 +210,8 @@ func PauseReport(o PauseOptions) (*PauseResult, error) {
 	if o.Orders <= 0 {
 		o.Orders = 100_000
 	}
-	if o.BlockLength == 0 {
-		o.BlockLength = 1 << 20
+	if o.FileIoMaxLength == 0 {
+		o.FileIoMaxLength = 1 << 20
 	}
 	if o.Rate <= 0 {
 		o.Rate = 20_000
@@ -239,7 +239,7 @@ func PauseReport(o PauseOptions) (*PauseResult, error) {
 	}
 	defer os.RemoveAll(dir)
 
-	res := &PauseResult{Orders: o.Orders, Mode: ModeName(o.Mode), Workers: o.Workers, Sync: o.SyncLevel, Block: o.BlockLength,
+	res := &PauseResult{Orders: o.Orders, Mode: ModeName(o.Mode), Workers: o.Workers, Sync: o.SyncLevel, Block: o.FileIoMaxLength,
 		Rate: o.Rate, GOMAXPROCS: runtime.GOMAXPROCS(0), NumCPU: runtime.NumCPU(),
 		GOGC: os.Getenv("GOGC"), GOMEMLIMIT: os.Getenv("GOMEMLIMIT")}
 
@@ -269,7 +269,7 @@ func PauseReport(o PauseOptions) (*PauseResult, error) {
 	}
 	node, err := cluster.Open(cluster.Options{
 		FS: fsys, Dir: dir, Service: svc, FileSyncLevel: archive.SyncLevel(o.SyncLevel), SnapshotMode: o.Mode,
-		TermLength: 16 << 20, SegmentLength: 128 << 20, BlockLength: o.BlockLength, MTU: 8192, MaxBatch: 4096,
+		TermLength: 16 << 20, SegmentLength: 128 << 20, FileIoMaxLength: o.FileIoMaxLength, MTU: 8192, MaxBatch: 4096,
 		SnapshotTermLength: o.SnapshotTermLength, SnapshotYieldEvery: o.YieldEvery, SnapshotNice: o.Nice,
 		Egress: func(_ int64, msg []byte) {
 			if !counting || wire.EventKind(msg) != engine.EvRelease {

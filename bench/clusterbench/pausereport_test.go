@@ -51,7 +51,7 @@ func BenchmarkPauseReport(b *testing.B) {
 						for i := 0; i < b.N; i++ {
 							var err error
 							r, err = clusterbench.PauseReport(clusterbench.PauseOptions{Orders: orders, Mode: mode, SyncLevel: sync,
-								BlockLength: block, Rate: *reportRate, Dir: b.TempDir()})
+								FileIoMaxLength: block, Rate: *reportRate, Dir: b.TempDir()})
 							if err != nil {
 								b.Fatal(err)
 							}

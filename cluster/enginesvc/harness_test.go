@@ -65,7 +65,7 @@ type harness struct {
 func newHarness(t testing.TB, fsys vfs.FS, mode cluster.SnapshotMode, syncLevel int) *harness {
 	h := &harness{t: t, fs: fsys, released: map[key]bool{}}
 	h.opts = cluster.Options{FS: fsys, Dir: testDir, TermLength: 64 * 1024, SegmentLength: 128 * 1024,
-		FileSyncLevel: archive.SyncLevel(syncLevel), SnapshotMode: mode, BlockLength: 1 << 20, MaxBatch: 64}
+		FileSyncLevel: archive.SyncLevel(syncLevel), SnapshotMode: mode, FileIoMaxLength: 1 << 20, MaxBatch: 64}
 	h.opts.Clock = func() int64 { h.clock += 1000; return h.clock }
 	h.opts.Egress = func(sid int64, msg []byte) {
 		if wire.EventKind(msg) == engine.EvRelease {

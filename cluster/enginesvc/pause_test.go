@@ -75,7 +75,7 @@ func snapshotPause(b *testing.B, mode cluster.SnapshotMode, workers, orders int)
 	cmds := bookCommands(orders+40_000, 3)
 	h := newHarness(b, vfs.Default, mode, 1)
 	h.opts.Dir = b.TempDir()
-	h.opts.TermLength, h.opts.SegmentLength, h.opts.BlockLength = 16<<20, 128<<20, 16<<20
+	h.opts.TermLength, h.opts.SegmentLength, h.opts.FileIoMaxLength = 16<<20, 128<<20, 16<<20
 	h.opts.MTU = 8192
 	h.opts.MaxBatch = 4096
 	h.opts.SnapshotTermLength = *pauseSnapTerm

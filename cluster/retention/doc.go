@@ -37,7 +37,7 @@
 // Gather reads the facts of one member; it only reads, through the archive's
 // and the recording log's APIs (archive.OpenCatalogFile read-only,
 // archive.Describe, recordinglog.Open read-only, cluster.CheckPlan,
-// cluster.CheckLive), through one small function, readRecording, for the
+// cluster.CheckLive), through archive.RecordingReader (in readRecording) for the
 // frames of a recording, and through enginesvc.ReadSnapshot for the strict
 // load of an engine snapshot. Decide (the verdict) and MakePlan are pure functions
 // of the gathered facts: they can be tested on tables and fuzzed without

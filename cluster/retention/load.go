@@ -19,10 +19,9 @@ const (
 
 // readRecording calls fn with the payload of every DATA frame of the
 // recording d in adir, in order, from its start to its stop, and fails
-// when a frame is not whole or a segment file is missing or ends early.
-// It is the package's only reader of recording data: one function, so it
-// can move to the archive's own recording reader without touching its
-// callers.
+// when a frame is not whole or fails its checks, or a segment file is
+// missing or ends early. It is the package's only reader of recording
+// data, and it reads through archive.RecordingReader.
 func readRecording(fsys vfs.FS, adir string, d archive.RecordingDescriptor, fn func(payload []byte, pos int64) error) error {
 	if err := archive.CheckSegmentLength(d.SegmentFileLength, d.TermBufferLength); err != nil {
 		return err
@@ -34,44 +33,25 @@ func readRecording(fsys vfs.FS, adir string, d archive.RecordingDescriptor, fn f
 			return err
 		}
 	}
-	next := d.StartPosition
-	sl := int64(d.SegmentFileLength)
-	for base := archive.SegmentFileBasePosition(d.StartPosition, d.StartPosition, d.TermBufferLength, d.SegmentFileLength); next < stop; base += sl {
-		name := archive.SegmentFileName(d.RecordingID, base)
-		file, err := fsys.Open(fsys.Join(adir, name))
-		if err != nil {
-			return fmt.Errorf("segment file %s: %w", name, err)
+	r, err := archive.OpenRecordingReader(fsys, adir, d, d.StartPosition, stop)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	for {
+		h, payload, end, ok := r.Next()
+		if !ok {
+			break
 		}
-		size, err := file.Size()
-		if err == nil {
-			p := archive.SegmentParams{Base: base, StartPosition: d.StartPosition, TermLength: d.TermBufferLength,
-				SegmentLength: d.SegmentFileLength, InitialTermID: d.InitialTermID, StreamID: d.StreamID}
-			var res archive.ScanResult
-			res, err = archive.ScanSegment(file, size, p, func(fr archive.Frame) error {
-				pos := base + fr.Offset
-				if pos >= stop {
-					return nil
-				}
-				next = pos + archive.AlignedFrameLength(fr.Header.FrameLength)
-				if fr.Header.Type == archive.FrameTypePad {
-					return nil
-				}
-				return fn(fr.Payload, pos)
-			})
-			if err == nil && res.Problem != nil && base+res.Problem.Offset < stop {
-				err = fmt.Errorf("segment file %s: %w", name, res.Problem)
-			}
-		}
-		file.Close()
-		if err != nil {
+		if err := fn(payload, end-archive.AlignedFrameLength(h.FrameLength)); err != nil {
 			return err
 		}
-		if next < stop && next < base+sl {
-			return fmt.Errorf("segment file %s: whole frames end at %d, the recording stops at %d", name, next, stop)
-		}
 	}
-	if next != stop {
-		return fmt.Errorf("recording %d: frames end at %d, not at its stop %d", d.RecordingID, next, stop)
+	if err := r.Err(); err != nil {
+		return err
+	}
+	if r.Position() != stop {
+		return fmt.Errorf("recording %d: frames end at %d, not at its stop %d", d.RecordingID, r.Position(), stop)
 	}
 	return nil
 }

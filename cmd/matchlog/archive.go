@@ -16,6 +16,7 @@ import (
 
 	"github.com/matchlog/matchlog/archive"
 	"github.com/matchlog/matchlog/cluster"
+	"github.com/matchlog/matchlog/cluster/recordinglog"
 	"github.com/matchlog/matchlog/cluster/retention"
 	"github.com/matchlog/matchlog/internal/vfs"
 )
@@ -580,10 +581,10 @@ func archiveRemove(f *archiveFlags, stdout io.Writer, detach, del bool) (err err
 // cluster/recording.log beside it belongs to no node: nothing to check.
 func checkPastSnapshot(adir string, id, newStart int64) error {
 	node := filepath.Dir(adir)
-	if _, err := os.Stat(filepath.Join(node, "cluster", "recording.log")); err != nil {
+	if _, err := os.Stat(filepath.Join(node, cluster.ClusterDirName, recordinglog.FileName)); err != nil {
 		return nil
 	}
-	if filepath.Base(adir) != "archive" {
+	if filepath.Base(adir) != cluster.ArchiveDirName {
 		return fmt.Errorf("%s has cluster/recording.log beside it, but is not named archive/: the snapshot check cannot read the node; "+
 			"copy the node into a directory with cluster/ and archive/, or pass --unsafe-past-snapshot", adir)
 	}
@@ -611,11 +612,9 @@ type templateJSON struct {
 	Frames     int    `json:"frames"`
 }
 
-// errReplayDone stops a segment scan at the replay's end.
-var errReplayDone = errors.New("replay done")
-
-// archiveReplay reads the frames of a recording from its segment files,
-// without opening the archive (so it works beside a running one).
+// archiveReplay reads the frames of a recording, padding included, with
+// archive.RecordingReader, without opening the archive (so it works beside
+// a running one).
 func archiveReplay(f *archiveFlags, stdout io.Writer) error {
 	cat, err := archive.OpenCatalogFile(vfs.Default, f.dir, archive.CatalogOptions{ReadOnly: true})
 	if err != nil {
@@ -652,82 +651,48 @@ func archiveReplay(f *archiveFlags, stdout io.Writer) error {
 	if f.jsonOut {
 		w = io.Discard
 	}
-	next := from // the position the next frame must have
-	tl, sl := d.TermBufferLength, d.SegmentFileLength
-	sums, err := archive.RecordingChecksums(vfs.Default, f.dir, d)
+	r, err := archive.OpenRecordingReader(vfs.Default, f.dir, d, from, to)
+	if errors.Is(err, archive.ErrInvalidPosition) {
+		return fmt.Errorf("recording %d: --from %d is not a frame boundary: %w", f.id, from, err)
+	}
 	if err != nil {
 		return err
 	}
-	for base := archive.SegmentFileBasePosition(d.StartPosition, from, tl, sl); next < to; base += int64(sl) {
-		name := archive.SegmentFileName(f.id, base)
-		file, err := vfs.Default.Open(filepath.Join(f.dir, name))
-		if err != nil {
-			return fmt.Errorf("recording %d: %w", f.id, err)
-		}
-		size, err := file.Size()
-		if err != nil {
-			file.Close()
-			return err
-		}
-		p := archive.SegmentParams{Base: base, StartPosition: d.StartPosition, TermLength: tl, SegmentLength: sl,
-			InitialTermID: d.InitialTermID, StreamID: d.StreamID, Checksums: sums}
-		segEnd := base + int64(sl)
-		res, err := archive.ScanSegment(file, size, p, func(fr archive.Frame) error {
-			pos := base + fr.Offset
-			if pos < from {
-				return nil
-			}
-			aligned := archive.AlignedFrameLength(fr.Header.FrameLength)
-			if pos >= to || pos+aligned > to {
-				return errReplayDone
-			}
-			if pos != next {
-				return fmt.Errorf("recording %d: --from %d is not a frame boundary (next frame at %d)", f.id, next, pos)
-			}
-			next = pos + aligned
-			counts.Frames++
-			h := fr.Header
-			typ := "DATA"
-			if h.Type == archive.FrameTypePad {
-				typ = "PAD"
-				counts.PadFrames++
-			} else {
-				counts.DataFrames++
-				counts.Bytes += int64(h.FrameLength)
-			}
-			fmt.Fprintf(w, "position=%d offset=%d length=%d type=%s flags=0x%02x session=%d stream=%d termId=%d termOffset=%d",
-				pos, fr.Offset, h.FrameLength, typ, h.Flags, h.SessionID, h.StreamID, h.TermID, h.TermOffset)
-			if h.Type != archive.FrameTypePad && len(fr.Payload) >= 8 {
-				blockLength := binary.LittleEndian.Uint16(fr.Payload[0:])
-				template := binary.LittleEndian.Uint16(fr.Payload[2:])
-				schema := binary.LittleEndian.Uint16(fr.Payload[4:])
-				version := binary.LittleEndian.Uint16(fr.Payload[6:])
-				fmt.Fprintf(w, " sbe(blockLength=%d template=%d schema=%d version=%d)", blockLength, template, schema, version)
-				counts.templates[[2]uint16{schema, template}]++
-			}
-			fmt.Fprintln(w)
-			return nil
-		})
-		file.Close()
-		if errors.Is(err, errReplayDone) {
+	defer r.Close()
+	r.IncludePadding()
+	for {
+		h, payload, end, ok := r.Next()
+		if !ok {
 			break
 		}
-		if err != nil {
-			return err
+		pos := end - archive.AlignedFrameLength(h.FrameLength)
+		base := archive.SegmentFileBasePosition(d.StartPosition, pos, d.TermBufferLength, d.SegmentFileLength)
+		counts.Frames++
+		typ := "DATA"
+		if h.Type == archive.FrameTypePad {
+			typ = "PAD"
+			counts.PadFrames++
+		} else {
+			counts.DataFrames++
+			counts.Bytes += int64(h.FrameLength)
 		}
-		if res.Problem != nil && base+res.Problem.Offset < to {
-			return fmt.Errorf("recording %d at position %d: %s: %w", f.id, base+res.Problem.Offset, name, res.Problem)
+		fmt.Fprintf(w, "position=%d offset=%d length=%d type=%s flags=0x%02x session=%d stream=%d termId=%d termOffset=%d",
+			pos, pos-base, h.FrameLength, typ, h.Flags, h.SessionID, h.StreamID, h.TermID, h.TermOffset)
+		if h.Type != archive.FrameTypePad && len(payload) >= 8 {
+			blockLength := binary.LittleEndian.Uint16(payload[0:])
+			template := binary.LittleEndian.Uint16(payload[2:])
+			schema := binary.LittleEndian.Uint16(payload[4:])
+			version := binary.LittleEndian.Uint16(payload[6:])
+			fmt.Fprintf(w, " sbe(blockLength=%d template=%d schema=%d version=%d)", blockLength, template, schema, version)
+			counts.templates[[2]uint16{schema, template}]++
 		}
-		sums = res.Checksums
-		if next < to && next < segEnd {
-			if next == from && from > base+res.End {
-				return fmt.Errorf("recording %d: --from %d is past the data of %s", f.id, from, name)
-			}
-			return fmt.Errorf("recording %d: %s: data ends at %d, before %d", f.id, name, base+res.End, to)
-		}
+		fmt.Fprintln(w)
 	}
-	if next != to {
-		return fmt.Errorf("recording %d: --to %d is not a frame boundary (frames end at %d)", f.id, to, next)
+	if err := r.Err(); err != nil {
+		return err
+	}
+	if r.Position() != to {
+		return fmt.Errorf("recording %d: --to %d is not a frame boundary (frames end at %d)", f.id, to, r.Position())
 	}
 	if f.jsonOut {
 		for k, n := range counts.templates {

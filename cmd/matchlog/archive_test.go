@@ -209,3 +209,22 @@ func TestArchiveCLIRecorded(t *testing.T) {
 		}
 	}
 }
+
+// TestArchiveReplayShowsPadding: `archive replay` lists the padding frames
+// at the term ends of a log that crosses terms, as frames of type PAD, and
+// counts them apart from the data frames.
+func TestArchiveReplayShowsPadding(t *testing.T) {
+	d := buildTwoSetDir(t)
+	adir := filepath.Join(d, "archive")
+	var counts replayCounts
+	if err := json.Unmarshal([]byte(mustCLI(t, "archive", "replay", "--dir", adir, "--id", "0", "--json")), &counts); err != nil {
+		t.Fatal(err)
+	}
+	if counts.PadFrames == 0 || counts.Frames != counts.DataFrames+counts.PadFrames {
+		t.Fatalf("replay of a log across terms: %+v; want padding frames counted", counts)
+	}
+	text := mustCLI(t, "archive", "replay", "--dir", adir, "--id", "0")
+	if n := strings.Count(text, " type=PAD "); n != counts.PadFrames {
+		t.Fatalf("text lists %d PAD frames, JSON counts %d", n, counts.PadFrames)
+	}
+}

@@ -25,7 +25,8 @@ type clusterBenchReport struct {
 
 // benchCluster runs `matchlog bench cluster` ([clusterbench.PauseReport]): the
 // client-visible pause of a snapshot of the embedded node, per book size,
-// snapshot mode, sync level and block length.
+// snapshot mode, sync level and block length (--block: the archive's
+// FileIoMaxLength).
 func benchCluster(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench cluster", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print one JSON object instead of a table")
@@ -104,7 +105,7 @@ func benchCluster(args []string, stdout, stderr io.Writer) error {
 				for _, m := range modes {
 					for range *runs {
 						fmt.Fprintf(stderr, "bench cluster: orders %d, %s, sync %d, block %d\n", o, clusterbench.ModeName(m), s, b)
-						r, err := clusterbench.PauseReport(clusterbench.PauseOptions{Orders: o, Mode: m, SyncLevel: s, BlockLength: b,
+						r, err := clusterbench.PauseReport(clusterbench.PauseOptions{Orders: o, Mode: m, SyncLevel: s, FileIoMaxLength: b,
 							Rate: *rate, Workers: *workers, Dir: *dir, Progress: stderr, SnapshotDir: *snapDir, YieldEvery: *yieldEvery, Nice: *nice})
 						if err != nil {
 							return err

@@ -33,7 +33,7 @@ func resolveDir(dir, sub, marker string) (string, error) {
 		}
 	}
 	what := "an archive directory"
-	if sub == "cluster" {
+	if sub == cluster.ClusterDirName {
 		what = "a cluster directory"
 	}
 	return "", fmt.Errorf("no %s in %s or in %s: --dir names a node directory (holding cluster/ and archive/) or %s (holding %s)",
@@ -54,7 +54,7 @@ func resolveNodeDir(dir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if filepath.Base(abs) != "cluster" {
+	if filepath.Base(abs) != cluster.ClusterDirName {
 		return "", fmt.Errorf("%s holds recording.log but is not named cluster/: the cluster verbs find the archive "+
 			"beside it in ../archive, as in a node directory (D/cluster, D/archive); arrange the directories so and pass D", dir)
 	}

@@ -177,7 +177,7 @@ func openTestNode(t *testing.T, dir string, gen *enginetest.Gen) *testNode {
 	t.Helper()
 	tn := &testNode{t: t, dir: dir, gen: gen, svc: enginesvc.New(enginesvc.Options{})}
 	n, err := cluster.Open(cluster.Options{Dir: dir, Service: tn.svc, TermLength: 64 * 1024, SegmentLength: 128 * 1024,
-		FileSyncLevel: 1, BlockLength: 1 << 20, MaxBatch: 64})
+		FileSyncLevel: 1, FileIoMaxLength: 1 << 20, MaxBatch: 64})
 	if err != nil {
 		t.Fatalf("open node: %v", err)
 	}

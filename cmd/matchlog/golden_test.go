@@ -320,7 +320,7 @@ func goldenNodeDir(t *testing.T) string {
 	dir := filepath.Join(t.TempDir(), "node")
 	svc := enginesvc.New(enginesvc.Options{})
 	n, err := cluster.Open(cluster.Options{Dir: dir, Service: svc, TermLength: 64 * 1024, SegmentLength: 128 * 1024,
-		FileSyncLevel: 1, BlockLength: 1 << 20, MaxBatch: 64,
+		FileSyncLevel: 1, FileIoMaxLength: 1 << 20, MaxBatch: 64,
 		Clock: stepClock(goldenClockStart), EpochClock: func() int64 { return goldenEpochMs }})
 	if err != nil {
 		t.Fatal(err)
