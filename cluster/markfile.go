@@ -273,10 +273,16 @@ func checkMarkFile(fsys vfs.FS, cdir, adir string, nowMs int64, timeout time.Dur
 // an archive of this process (a node of this process that crashed in a
 // test) is left to that rule's timestamp.
 func checkArchiveMark(fsys vfs.FS, adir string, nowMs int64, timeout time.Duration) error {
-	m, err := archive.ReadMarkFileIn(fsys, adir)
+	path := fsys.Join(adir, archive.MarkFileName)
+	f, err := fsys.Open(path)
 	if errors.Is(err, vfs.ErrNotExist) {
 		return nil
 	}
+	if err != nil {
+		return fmt.Errorf("cluster: archive mark file: %w", err)
+	}
+	defer f.Close()
+	m, err := archive.ReadMarkFile(f)
 	if errors.Is(err, archive.ErrCorrupt) {
 		return nil // torn: the archive recreates it
 	}
@@ -286,7 +292,7 @@ func checkArchiveMark(fsys vfs.FS, adir string, nowMs int64, timeout time.Durati
 	if m.PID == int64(os.Getpid()) {
 		return nil
 	}
-	return m.CheckLive(fsys.Join(adir, archive.MarkFileName), nowMs, timeout)
+	return m.CheckLive(path, nowMs, timeout)
 }
 
 // markTornAtCreation reports whether the file at path is shorter than a
