@@ -77,6 +77,25 @@ type Options struct {
 	// CatalogSyncLevel is the catalog's sync level (0, 1, 2), which must
 	// not be below FileSyncLevel.
 	CatalogSyncLevel SyncLevel
+	// SyncOnRollOver, at FileSyncLevel 0: [Recording.Record] makes a
+	// recording durable up to its recorded position (File.SyncAll of every
+	// segment written since its durable position, then the directory)
+	// whenever the recording has moved into a segment beyond the one
+	// holding that durable position. A crash then loses at most the tail of
+	// the last segment, which Open's stop-position recovery cuts off, and
+	// never leaves a hole in an earlier one. Level >= 1 syncs every block
+	// anyway and ignores it. Source.SyncEachRecord overrides it per
+	// recording.
+	SyncOnRollOver bool
+	// BackgroundSyncEvery, at FileSyncLevel 0 and when positive: once
+	// [Recording.Record] has recorded this many bytes beyond the durable
+	// position within one segment, it syncs them (File.SyncAll, no
+	// directory sync) on a goroutine of its own, one such sync per
+	// recording at a time, so that a roll-over sync never has a whole
+	// segment of dirty pages to flush in the recorder's goroutine. What it
+	// synced counts as durable from the next Record on.
+	// Source.SyncEachRecord overrides it per recording.
+	BackgroundSyncEvery int64
 	// Clock returns the time in epoch ms for catalog timestamps, the mark
 	// file and the sidecar index. Nil means time.Now. With ActivityInterval
 	// set it is also called from the ticker goroutine, so it must then be
@@ -133,6 +152,9 @@ func (o *Options) resolve() error {
 	}
 	if o.FileSyncLevel.Check() != nil || o.CatalogSyncLevel.Check() != nil {
 		return fmt.Errorf("archive: sync levels must be 0, 1 or 2 (file %d, catalog %d)", o.FileSyncLevel, o.CatalogSyncLevel)
+	}
+	if o.BackgroundSyncEvery < 0 {
+		return fmt.Errorf("archive: background sync interval %d is negative", o.BackgroundSyncEvery)
 	}
 	if o.CatalogSyncLevel < o.FileSyncLevel {
 		return fmt.Errorf("archive: catalog sync level %d is below the file sync level %d", o.CatalogSyncLevel, o.FileSyncLevel)

@@ -41,8 +41,12 @@
 // into it; the catalog (sync level >= the file level) is synced on
 // every change. So after a crash everything a Poll reported written is on
 // disk; what follows is at most one torn block, which Verify (with
-// Truncate) or the next Open cuts off. At level 0 nothing is synced and a
-// crash may lose any unsynced write.
+// Truncate) or the next Open cuts off. At level 0 no block is synced and a
+// crash may lose any unsynced write, unless the level-0 policy says when to
+// make a recording durable anyway (Options.SyncOnRollOver and
+// BackgroundSyncEvery, Source.SyncEachRecord, applied by Recording.Record)
+// or the owner asks for it ([Recording.SyncTo]); [Recording.DurablePosition]
+// is the position known durable at every level (durable.go).
 //
 // # Frame checksums
 //

@@ -39,6 +39,15 @@ type Source struct {
 	// shorter than a segment, such as snapshots, which would otherwise
 	// take a whole segment of disk each.
 	SparseSegments bool
+	// SyncEachRecord, at FileSyncLevel 0: each [Recording.Record] call
+	// makes what it wrote durable before it returns (File.SyncAll of the
+	// segments it wrote into, and the directory when it entered a new
+	// segment), instead of the archive's SyncOnRollOver and
+	// BackgroundSyncEvery: many small syncs as the recording is written
+	// rather than a segment's worth of dirty pages flushed at once, which
+	// stalls the writes of other recordings on the same disk (a snapshot
+	// recorded beside a log).
+	SyncEachRecord bool
 }
 
 // Recording is an active recording: a recorder that copies the frames of an
@@ -83,6 +92,7 @@ type Recording struct {
 	position      int64        // owned by the recording's goroutine
 	pos           atomic.Int64 // position, for other goroutines
 	segLen        int32
+	termLen       int32
 	blockLimit    int
 
 	seg       vfs.File
@@ -96,6 +106,17 @@ type Recording struct {
 	done    vfs.File     // the finished segment, closed by the next preparation
 
 	sparse bool // Source.SparseSegments
+
+	// blocks counts the blocks written (owned by the recording's
+	// goroutine).
+	blocks int64
+	// The level-0 policy (durable.go).
+	syncEach bool         // Source.SyncEachRecord
+	durable  atomic.Int64 // position known durable at level 0
+	bg       sync.WaitGroup
+	bgBusy   atomic.Bool
+	bgSynced atomic.Int64 // what the background sync made durable (0: none yet)
+	bgErr    atomic.Pointer[error]
 
 	stopped bool
 	err     error
@@ -147,6 +168,7 @@ func (a *Archive) StartRecording(src Source) (*Recording, error) {
 		return nil, err
 	}
 	r := a.newRecording(id, src, start, segLen)
+	r.durable.Store(start)
 	base := SegmentFileBasePosition(start, start, termLength, segLen)
 	// The index first: the directory sync of the segment's creation makes
 	// both entries durable.
@@ -236,6 +258,7 @@ func (a *Archive) ExtendRecording(id int64, src Source) (*Recording, error) {
 	r := a.newRecording(id, src, d.StartPosition, d.SegmentFileLength)
 	r.position = d.StopPosition
 	r.pos.Store(d.StopPosition)
+	r.durable.Store(d.StopPosition)
 	r.seg, r.segBase, r.segOffset, r.idx = f, base, d.StopPosition-base, idx
 	a.recordings[id] = r
 	return r, nil
@@ -258,10 +281,12 @@ func (a *Archive) newRecording(id int64, src Source, start int64, segLen int32) 
 		now:        src.Now,
 		position:   start,
 		segLen:     segLen,
+		termLen:    int32(l.TermLength()),
 		blockLimit: min(a.opts.FileIoMaxLength, l.TermLength()),
 	}
 	r.startPosition.Store(start)
 	r.pos.Store(start)
+	r.syncEach = src.SyncEachRecord
 	if r.now == nil {
 		r.now = a.opts.Clock
 	}
@@ -301,6 +326,9 @@ func (r *Recording) Poll() (int, error) {
 		r.err = fmt.Errorf("archive: recording %d at position %d: %w", r.id, r.position, err)
 		return 0, r.err
 	}
+	if n > 0 {
+		r.blocks++
+	}
 	if r.a.tickStop == nil {
 		if err := r.a.maybeUpdateActivity(r.a.opts.Clock()); err != nil {
 			return n, err
@@ -310,7 +338,10 @@ func (r *Recording) Poll() (int, error) {
 }
 
 // Record polls until the recorded position reaches limit or no more frames
-// are available, and returns the recorded position.
+// are available, and returns the recorded position. At FileSyncLevel 0 it
+// then applies the level-0 policy (Options.SyncOnRollOver and
+// BackgroundSyncEvery, or Source.SyncEachRecord; see [Recording.SyncTo]);
+// Poll alone syncs nothing at level 0.
 func (r *Recording) Record(limit int64) (int64, error) {
 	for r.position < limit {
 		n, err := r.Poll()
@@ -321,8 +352,18 @@ func (r *Recording) Record(limit int64) (int64, error) {
 			break
 		}
 	}
+	if r.a.opts.FileSyncLevel == SyncNone {
+		if err := r.level0(); err != nil {
+			return r.position, err
+		}
+	}
 	return r.position, nil
 }
+
+// Blocks is how many blocks the recording has written since it was
+// started or extended (one sync each at FileSyncLevel >= 1). Read it on the
+// recording's goroutine.
+func (r *Recording) Blocks() int64 { return r.blocks }
 
 // writeBlock is Aeron's RecordingSession.record: one Image.BlockPoll of at
 // most blockLimit bytes, with onBlock (RecordingWriter.onBlock) as the
@@ -527,6 +568,7 @@ func (r *Recording) Stop() error {
 		return nil
 	}
 	r.stopped = true
+	r.bg.Wait() // the level-0 background sync, if one runs
 	a := r.a
 	a.mu.Lock() // lock order: the catalog mutex, then a recording's idxMu
 	defer a.mu.Unlock()

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"sync"
-	"sync/atomic"
 
 	"github.com/matchlog/matchlog/archive"
 	"github.com/matchlog/matchlog/internal/logbuf"
@@ -29,12 +28,11 @@ import (
 // durable before recording.log names it, the log must be durable up to a
 // snapshot's position before the entry is written, and a stop position in
 // the catalog must never name bytes a crash can lose. At sync level 0 the
-// archive syncs nothing, so for those three the node syncs the recording's
-// segment files itself (nodeRecording.sync) before going on.
+// archive syncs no block, so for those three the node has the archive make
+// the recording durable (archive.Recording.SyncTo, nodeRecording.sync)
+// before going on.
 type nodeArchive struct {
 	a     *archive.Archive
-	fs    vfs.FS
-	dir   string
 	level archive.SyncLevel
 	// catalogRepaired: repairCatalog changed the catalog before it opened.
 	catalogRepaired bool
@@ -67,12 +65,29 @@ func openArchive(fsys vfs.FS, dir string, opts Options, nowMs func() int64, reco
 		// recording.log names no recording.
 		RepairCatalog:        true,
 		KeepUnwrittenCatalog: recorded,
+		// The level-0 policy for the log and the stop-the-world
+		// snapshots (pauseless snapshot recordings sync each record
+		// call instead: StartRecording's syncEach). A segment is made
+		// durable once the recording has moved past it, so that a crash
+		// can only lose the tail of the last segment (which the
+		// archive's recovery cuts off) and never leave a hole in an
+		// earlier one. That sync runs in the duty cycle; so that it
+		// never has a whole segment of dirty pages to flush (tens of ms
+		// for 128 MiB), every bgSyncEvery bytes of the current segment
+		// are synced in the background meanwhile.
+		SyncOnRollOver:      true,
+		BackgroundSyncEvery: bgSyncEvery,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cluster: archive: %w", err)
 	}
-	return &nodeArchive{a: a, fs: fsys, dir: dir, level: opts.FileSyncLevel, catalogRepaired: a.CatalogRepaired()}, nil
+	return &nodeArchive{a: a, level: opts.FileSyncLevel, catalogRepaired: a.CatalogRepaired()}, nil
 }
+
+// bgSyncEvery is how much of a level-0 recording's current segment may be
+// written before a background sync of it starts
+// (archive.Options.BackgroundSyncEvery).
+const bgSyncEvery = 2 << 20
 
 // Descriptor implements recordinglog.Recordings.
 func (na *nodeArchive) Descriptor(id int64) (archive.RecordingDescriptor, error) {
@@ -84,26 +99,12 @@ func (na *nodeArchive) Close() error { return na.a.Close() }
 
 // nodeRecording is a recording of one of the node's log buffers.
 type nodeRecording struct {
-	mu     sync.Mutex // one goroutine drives the recording at a time
-	na     *nodeArchive
-	rec    *archive.Recording
-	log    *logbuf.Log
-	img    *logbuf.Image // the recorder's reader of log
-	desc   archive.RecordingDescriptor
-	synced int64 // position up to which the files are known synced
-	// syncEach: at sync level 0, sync what each record call wrote (the
-	// snapshot recordings, which must be durable before recording.log
-	// names them anyway: many small syncs as they are written instead
-	// of a segment's worth of dirty pages flushed at once, which stalls
-	// the log's writes on the same disk for tens of ms).
-	syncEach bool
-	// Background syncs of the log at level 0 (see record): bg tracks the
-	// one in flight, bgSynced is the position it made durable (0: none
-	// yet), bgErr its failure.
-	bg       sync.WaitGroup
-	bgBusy   atomic.Bool
-	bgSynced atomic.Int64
-	bgErr    atomic.Pointer[error]
+	mu   sync.Mutex // one goroutine drives the recording at a time
+	na   *nodeArchive
+	rec  *archive.Recording
+	log  *logbuf.Log
+	img  *logbuf.Image // the recorder's reader of log
+	desc archive.RecordingDescriptor
 	// blocks and syncs count the archive's block writes (one sync each
 	// at sync level >= 1): the group commits of the log.
 	blocks, syncs int64
@@ -114,15 +115,20 @@ func (na *nodeArchive) newRecording(rec *archive.Recording, log *logbuf.Log, img
 	if err != nil {
 		return nil, err
 	}
-	return &nodeRecording{na: na, rec: rec, log: log, img: img, desc: d, synced: img.Position()}, nil
+	return &nodeRecording{na: na, rec: rec, log: log, img: img, desc: d}, nil
 }
 
 // StartRecording starts recording log from its tail. sparse gives its
 // segments their length without preallocating them (snapshots: a
 // recording much shorter than a segment takes only what it writes).
-func (na *nodeArchive) StartRecording(log *logbuf.Log, channel string, sparse bool) (*nodeRecording, error) {
+// syncEach: at sync level 0, sync what each record call wrote
+// (archive.Source.SyncEachRecord: the pauseless snapshot recordings, which
+// must be durable before recording.log names them anyway, synced as they
+// are written instead of a segment's worth of dirty pages flushed at once,
+// which stalls the log's writes on the same disk for tens of ms).
+func (na *nodeArchive) StartRecording(log *logbuf.Log, channel string, sparse, syncEach bool) (*nodeRecording, error) {
 	img := log.ImageAt(log.TailPosition())
-	rec, err := na.a.StartRecording(archive.Source{Log: log, Image: img, Channel: channel, SourceIdentity: "aeron:ipc", SparseSegments: sparse})
+	rec, err := na.a.StartRecording(archive.Source{Log: log, Image: img, Channel: channel, SourceIdentity: "aeron:ipc", SparseSegments: sparse, SyncEachRecord: syncEach})
 	if err != nil {
 		return nil, err
 	}
@@ -145,17 +151,13 @@ func (r *nodeRecording) ID() int64 { return r.rec.ID() }
 // >= 1 (the archive's Recording.Position). Egress is released up to it.
 func (r *nodeRecording) Position() int64 { return r.img.Position() }
 
-// SyncedPosition is the position up to which the data is synced whatever
-// the level.
-func (r *nodeRecording) SyncedPosition() int64 {
-	if r.na.level > 0 {
-		return r.Position()
-	}
-	return r.synced
-}
+// DurablePosition is the position up to which the data is synced whatever
+// the level (the archive's Recording.DurablePosition).
+func (r *nodeRecording) DurablePosition() int64 { return r.rec.DurablePosition() }
 
-// record writes the committed frames up to limit. With try, it does
-// nothing when another goroutine is driving the recording.
+// record writes the committed frames up to limit, and at sync level 0 the
+// archive applies the node's level-0 policy (openArchive). With try, it
+// does nothing when another goroutine is driving the recording.
 func (r *nodeRecording) record(limit int64, try bool) error {
 	if try {
 		if !r.mu.TryLock() {
@@ -165,80 +167,19 @@ func (r *nodeRecording) record(limit int64, try bool) error {
 		r.mu.Lock()
 	}
 	defer r.mu.Unlock()
-	for r.rec.Position() < limit {
-		n, err := r.rec.Poll()
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			break
-		}
-		r.blocks++
-		if r.na.level > 0 {
-			r.syncs++
-		}
+	before := r.rec.Blocks()
+	_, err := r.rec.Record(limit)
+	n := r.rec.Blocks() - before
+	r.blocks += n
+	if r.na.level > 0 {
+		r.syncs += n
 	}
-	if r.na.level == 0 && r.syncEach {
-		pos := r.rec.Position()
-		if pos <= r.synced {
-			return nil
-		}
-		d := &r.desc
-		newSeg := r.synced == d.StartPosition ||
-			archive.SegmentFileBasePosition(d.StartPosition, pos, d.TermBufferLength, d.SegmentFileLength) >
-				archive.SegmentFileBasePosition(d.StartPosition, r.synced, d.TermBufferLength, d.SegmentFileLength)
-		if err := r.syncFiles(r.synced, pos, newSeg); err != nil {
-			return err
-		}
-		r.synced = pos
-		return nil
-	}
-	if r.na.level == 0 {
-		// Level 0 syncs nothing per block, but a segment is made durable
-		// once the recording has moved past it, so that a crash can only
-		// lose the tail of the last segment (which the archive's recovery
-		// cuts off) and never leave a hole in an earlier one.
-		//
-		// That sync runs here, in the duty cycle; so that it never has a
-		// whole segment of dirty pages to flush (tens of ms for 128 MiB),
-		// every bgSyncEvery bytes of the current segment are synced in the
-		// background meanwhile.
-		if p := r.bgErr.Load(); p != nil {
-			return *p
-		}
-		if v := r.bgSynced.Load(); v > r.synced {
-			r.synced = v
-		}
-		d := &r.desc
-		pos := r.rec.Position()
-		if archive.SegmentFileBasePosition(d.StartPosition, pos, d.TermBufferLength, d.SegmentFileLength) >
-			archive.SegmentFileBasePosition(d.StartPosition, r.synced, d.TermBufferLength, d.SegmentFileLength) {
-			return r.syncLocked()
-		}
-		if pos-r.synced >= bgSyncEvery && r.bgBusy.CompareAndSwap(false, true) {
-			from := r.synced
-			r.bg.Add(1)
-			go func() {
-				defer r.bg.Done()
-				defer r.bgBusy.Store(false)
-				if err := r.syncFiles(from, pos, false); err != nil {
-					r.bgErr.Store(&err)
-					return
-				}
-				r.bgSynced.Store(pos)
-			}()
-		}
-	}
-	return nil
+	return err
 }
 
-// bgSyncEvery is how much of a level-0 recording's current segment may be
-// written before a background sync of it starts.
-const bgSyncEvery = 2 << 20
-
 // sync makes the recording's files durable up to the recorded position,
-// whatever the level: every segment written since the last sync, and the
-// directory.
+// whatever the level: every segment written since the durable position,
+// and the directory.
 func (r *nodeRecording) sync() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -246,73 +187,17 @@ func (r *nodeRecording) sync() error {
 }
 
 func (r *nodeRecording) syncLocked() error {
-	pos := r.rec.Position()
-	if r.na.level > 0 {
-		// The archive synced every block, and the directory whenever it
-		// created a segment.
-		r.synced = pos
-		return nil
-	}
-	if err := r.syncFiles(r.synced, pos, true); err != nil {
-		return err
-	}
-	r.synced = pos
-	return nil
+	_, err := r.rec.SyncTo(r.rec.Position())
+	return err
 }
 
-// syncSegmentsTo makes the recording durable up to pos (at least) at sync
-// level 0 without taking the recording's mutex, so it may run on another
-// goroutine while the owner goes on recording: it syncs the segment files
-// from the one holding from (a position known synced) to the one holding
-// pos, and the directory. It returns the position now known synced, or 0
-// when it did nothing (level >= 1, or pos not yet recorded); the owner
-// notes it with noteSynced.
-func (r *nodeRecording) syncSegmentsTo(from, pos int64) (int64, error) {
-	if r.na.level > 0 || r.rec.Position() < pos {
-		return 0, nil
-	}
-	if err := r.syncFiles(from, pos, true); err != nil {
-		return 0, err
-	}
-	return pos, nil
-}
-
-// noteSynced records that the files are synced up to pos.
-func (r *nodeRecording) noteSynced(pos int64) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.na.level == 0 && pos > r.synced {
-		r.synced = pos
-	}
-}
-
-// syncFiles syncs the segment files holding [from, pos] and, with dir, the
-// directory. It reads only the recording's immutable descriptor.
-func (r *nodeRecording) syncFiles(from, pos int64, dir bool) error {
-	d := &r.desc
-	fsys := r.na.fs
-	to := archive.SegmentFileBasePosition(d.StartPosition, pos, d.TermBufferLength, d.SegmentFileLength)
-	from = archive.SegmentFileBasePosition(d.StartPosition, from, d.TermBufferLength, d.SegmentFileLength)
-	for base := from; base <= to; base += int64(d.SegmentFileLength) {
-		f, err := fsys.OpenRW(fsys.Join(r.na.dir, archive.SegmentFileName(d.RecordingID, base)))
-		if errors.Is(err, vfs.ErrNotExist) && base == to && base == pos {
-			continue // the next segment is created only when the previous one fills
-		}
-		if err != nil {
-			return err
-		}
-		err = f.SyncAll()
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return err
-		}
-	}
-	if !dir {
-		return nil
-	}
-	return fsys.SyncDir(r.na.dir)
+// syncTo makes the recording durable up to pos (at least) without taking
+// the recording's mutex, so it may run on another goroutine while the
+// owner goes on recording (archive.Recording.SyncTo). It does nothing at
+// level >= 1 or while pos is not yet recorded.
+func (r *nodeRecording) syncTo(pos int64) error {
+	_, err := r.rec.SyncTo(pos)
+	return err
 }
 
 // stop ends the recording: everything committed up to limit is recorded,
@@ -322,7 +207,6 @@ func (r *nodeRecording) stop(limit int64) error {
 		r.abandon()
 		return err
 	}
-	r.bg.Wait()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err := r.syncLocked(); err != nil {
@@ -335,7 +219,6 @@ func (r *nodeRecording) stop(limit int64) error {
 // abandon stops a failed recording; the archive settles its stop position
 // from the files.
 func (r *nodeRecording) abandon() {
-	r.bg.Wait()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.rec.Stop()

@@ -107,11 +107,12 @@
 //     and each recording has its own mutex, so the log's group commit never
 //     waits for a snapshot block being written or synced.
 //   - At sync level 0 the log's segments are synced up to S on the snapshot
-//     goroutine (nodeRecording.syncSegmentsTo), not in the duty cycle when
+//     goroutine (archive.Recording.SyncTo), not in the duty cycle when
 //     the snapshot completes; the current log segment is synced in the
-//     background every bgSyncEvery bytes, so a roll-over sync has little
-//     left to flush; pauseless snapshot recordings are synced as they are
-//     written (nodeRecording.syncEach), not as a segment's worth at their
+//     background every bgSyncEvery bytes (archive.Options
+//     BackgroundSyncEvery), so a roll-over sync has little left to flush;
+//     pauseless snapshot recordings are synced as they are written
+//     (archive.Source.SyncEachRecord), not as a segment's worth at their
 //     end.
 //   - The archive's recorder prepares the next segment on a goroutine of
 //     its own once the current one is half full (archive.PreparedSuffix)

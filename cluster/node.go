@@ -297,9 +297,6 @@ type snapshotJob struct {
 	duration  time.Duration // of the background write
 	prepare   time.Duration // on the node's goroutine
 	archive   time.Duration // in the archive
-	// logSynced: the log's segment files were synced up to here by the
-	// snapshot goroutine (0: not done).
-	logSynced int64
 	logSync   time.Duration
 }
 

@@ -50,7 +50,6 @@ func (n *Node) startSnapshot(pos, ts int64) error {
 		}
 		n.job = job
 		job.prepare = time.Since(job.started)
-		logSynced := n.rec.synced
 		go func() {
 			defer close(job.done)
 			if n.opts.SnapshotNice > 0 {
@@ -69,7 +68,7 @@ func (n *Node) startSnapshot(pos, ts int64) error {
 				// cycle (a whole segment of unsynced log may take tens
 				// of ms), once the log is recorded that far.
 				t0 := time.Now()
-				job.logSynced, job.err = n.rec.syncSegmentsTo(logSynced, pos)
+				job.err = n.rec.syncTo(pos)
 				job.logSync = time.Since(t0)
 			}
 			job.duration = time.Since(job.started)
@@ -108,16 +107,13 @@ func (n *Node) pollSnapshot(wait bool) error {
 		return err
 	}
 	pos := job.info.LogPosition
-	if job.logSynced >= pos {
-		n.rec.noteSynced(job.logSynced)
-	}
 	t0 := time.Now()
 	if n.rec.Position() < pos {
 		if err := n.rec.record(n.pub.Position(), false); err != nil {
 			return err
 		}
 	}
-	if n.rec.SyncedPosition() < pos {
+	if n.rec.DurablePosition() < pos {
 		if err := n.rec.sync(); err != nil {
 			return err
 		}
@@ -181,11 +177,11 @@ func (n *Node) writeSnapshot(stream int32, termLength int, pauseless bool, body 
 		return -1, 0, 0, err
 	}
 	t0 := time.Now()
-	rec, err := n.arc.StartRecording(log, SnapshotChannel, true)
+	// Pauseless: spread the syncs (see StartRecording's syncEach).
+	rec, err := n.arc.StartRecording(log, SnapshotChannel, true, pauseless)
 	if err != nil {
 		return -1, 0, 0, err
 	}
-	rec.syncEach = pauseless // spread the syncs (see syncEach)
 	sp := &snapPub{log: log, pub: log.Publication(), rec: rec, archive: time.Since(t0)}
 	if pauseless && n.opts.SnapshotYieldEvery > 0 {
 		sp.yieldEvery = n.opts.SnapshotYieldEvery
