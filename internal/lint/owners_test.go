@@ -42,9 +42,6 @@ var openFuncs = []string{"Open", "OpenRW", "Create", "OpenFile", "ReadFile", "Wr
 // the change that removes it: file (module-relative), function, kind. One
 // that no longer opens its file fails the test, so the list only shrinks.
 var pendingOpens = map[[3]string]string{
-	{"cluster/plancheck.go", "frameAt", "segment file"}:              "the plan check's frame probe moves onto archive.RecordingReader",
-	{"cluster/retention/load.go", "readRecording", "segment file"}:   "retention's snapshot reader moves onto archive.RecordingReader",
-	{"cmd/matchlog/archive.go", "archiveReplay", "segment file"}:     "cmd's archiveReplay moves onto archive.RecordingReader",
 	{"cluster/markfile.go", "checkArchiveMark", "archive mark file"}: "one liveness check per mark file: the node's check of its archive's mark goes through the archive (which must then fail on an unreadable archive-mark.lnk, as the node's read-fault sweep requires)",
 }
 
