@@ -135,6 +135,10 @@ type Options struct {
 	// something outside the archive names recordings, which such a
 	// catalog would have lost.
 	KeepUnwrittenCatalog bool
+	// KeepCut, if not nil, gets the bytes Open's crash repair cuts from the
+	// torn tail of a recording's last segment, before it cuts them
+	// (VerifyOptions.KeepCut); an error fails Open before the cut.
+	KeepCut func(segment string, offset int64, cut []byte) error
 }
 
 func (o *Options) resolve() error {
@@ -732,7 +736,7 @@ func (a *Archive) settle(i int, e CatalogEntry) (RecordingReport, error) {
 			}
 		}
 	}
-	rr, err := verifyEntry(a.fs, a.dir, a.cat, i, e, files, VerifyOptions{Truncate: true}, a.opts.Clock)
+	rr, err := verifyEntry(a.fs, a.dir, a.cat, i, e, files, VerifyOptions{Truncate: true, KeepCut: a.opts.KeepCut}, a.opts.Clock)
 	if err != nil {
 		return rr, err
 	}

@@ -1,9 +1,12 @@
 package archive
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -280,13 +283,30 @@ func TestCrashTornBlock(t *testing.T) {
 				if err := crashed.CutFile(name, min(cut, int64(r.segLen))); err != nil {
 					t.Fatal(err)
 				}
-				rep, err := Verify(crashed, "arch", VerifyOptions{Truncate: true, Now: func() int64 { return clock.ms }})
+				before := fileBytes(t, crashed, name)
+				type kept struct {
+					seg  string
+					off  int64
+					data []byte
+				}
+				var cuts []kept
+				rep, err := Verify(crashed, "arch", VerifyOptions{Truncate: true, Now: func() int64 { return clock.ms },
+					KeepCut: func(seg string, off int64, data []byte) error {
+						cuts = append(cuts, kept{seg, off, slices.Clone(data)})
+						return nil
+					}})
 				if err != nil {
 					t.Fatal(err)
 				}
 				for _, rr := range rep.Recordings {
 					if rr.Truncated {
 						torn++
+						// KeepCut got exactly the bytes the repair cut,
+						// before it cut them.
+						want := bytes.TrimRight(before[rr.TruncatedAt:], "\x00")
+						if len(cuts) != 1 || cuts[0].seg != rr.LastSegment || cuts[0].off != rr.TruncatedAt || !bytes.Equal(cuts[0].data, want) {
+							t.Fatalf("KeepCut got %d cuts, want the %d bytes cut from %s at %d", len(cuts), len(want), rr.LastSegment, rr.TruncatedAt)
+						}
 					}
 				}
 				checkCrashed(t, crashed, "arch", level, 64<<10, r.ID(), r.StartPosition(), r.Position(), false, h.frames, clock.ms+DefaultMarkTimeout.Milliseconds()+1)
@@ -307,4 +327,23 @@ func TestCrashTornBlock(t *testing.T) {
 		t.Fatal("no crash left a torn tail")
 	}
 	t.Logf("%d torn tails truncated", torn)
+}
+
+// fileBytes reads the whole file name of fsys.
+func fileBytes(t testing.TB, fsys vfs.FS, name string) []byte {
+	t.Helper()
+	f, err := fsys.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, size)
+	if _, err := f.ReadAt(b, 0); err != nil && !errors.Is(err, io.EOF) {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -3,6 +3,7 @@ package archive
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"slices"
 	"strings"
@@ -314,6 +315,11 @@ type VerifyOptions struct {
 	// page part is all zero), as ArchiveTool does when the operator
 	// answers yes. Without it such a frame is reported and kept.
 	TruncateUnverified bool
+	// KeepCut, if not nil, is called by Truncate with the bytes it is about
+	// to cut from a segment (from the torn frame's offset to the segment's
+	// last non-zero byte) before it cuts them, so that the caller can keep
+	// them; an error stops the repair before anything is cut.
+	KeepCut func(segment string, offset int64, cut []byte) error
 	// MarkInvalid sets the state of a recording with a real mismatch (the
 	// cases ArchiveTool verify marks INVALID) to INVALID.
 	MarkInvalid bool
@@ -543,7 +549,7 @@ func verifyEntry(fsys vfs.FS, dir string, c *Catalog, index int, e CatalogEntry,
 			}
 			rr.Problems = append(rr.Problems, fmt.Sprintf("segment %s: %v", last.Name, p))
 			if opts.Truncate && (!p.Unverified || opts.TruncateUnverified) {
-				if err := truncateSegment(fsys, dir, last.Name, p.Offset, int64(segLen)); err != nil {
+				if err := truncateSegment(fsys, dir, last.Name, p.Offset, int64(segLen), opts.KeepCut); err != nil {
 					return rr, err
 				}
 				rr.Truncated, rr.TruncatedAt = true, p.Offset
@@ -605,12 +611,23 @@ func verifyEntry(fsys vfs.FS, dir string, c *Catalog, index int, e CatalogEntry,
 
 // truncateSegment cuts a segment at off and restores its full length with a
 // zero byte at segLen-1, as ArchiveTool and truncateRecording do, then syncs.
-func truncateSegment(fsys vfs.FS, dir, name string, off, segLen int64) error {
+// keep, if not nil, first gets the bytes to be cut (trailing zeros left
+// out).
+func truncateSegment(fsys vfs.FS, dir, name string, off, segLen int64, keep func(string, int64, []byte) error) error {
 	f, err := fsys.OpenRW(fsys.Join(dir, name))
 	if err != nil {
 		return fmt.Errorf("archive: open %s for truncation: %w", name, err)
 	}
 	defer f.Close()
+	if keep != nil {
+		cut, err := nonZeroFrom(f, off)
+		if err != nil {
+			return fmt.Errorf("archive: read %s from %d before truncation: %w", name, off, err)
+		}
+		if err := keep(name, off, cut); err != nil {
+			return fmt.Errorf("archive: keep the bytes cut from %s at %d: %w", name, off, err)
+		}
+	}
 	if err := f.Truncate(off); err != nil {
 		return fmt.Errorf("archive: truncate %s at %d: %w", name, off, err)
 	}
@@ -621,4 +638,36 @@ func truncateSegment(fsys vfs.FS, dir, name string, off, segLen int64) error {
 		return fmt.Errorf("archive: sync %s: %w", name, err)
 	}
 	return nil
+}
+
+// nonZeroFrom returns f's bytes from off up to its last non-zero byte: one
+// pass finds that byte without keeping what it reads, a second reads the
+// range.
+func nonZeroFrom(f vfs.File, off int64) ([]byte, error) {
+	size, err := f.Size()
+	if err != nil {
+		return nil, err
+	}
+	buf := make([]byte, 1<<20)
+	end := off
+	for pos := off; pos < size; {
+		n := int(min(int64(len(buf)), size-pos))
+		if _, err := f.ReadAt(buf[:n], pos); err != nil && !errors.Is(err, io.EOF) {
+			return nil, err
+		}
+		for i := n - 1; i >= 0; i-- {
+			if buf[i] != 0 {
+				end = pos + int64(i) + 1
+				break
+			}
+		}
+		pos += int64(n)
+	}
+	out := make([]byte, end-off)
+	if len(out) > 0 {
+		if _, err := f.ReadAt(out, off); err != nil && !errors.Is(err, io.EOF) {
+			return nil, err
+		}
+	}
+	return out, nil
 }

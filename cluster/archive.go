@@ -38,10 +38,19 @@ type nodeArchive struct {
 	catalogRepaired bool
 }
 
+// segmentCut is what a crash repair cut from a segment: the bytes from
+// offset (trailing zeros left out).
+type segmentCut struct {
+	segment string
+	offset  int64
+	data    []byte
+}
+
 // recorded tells whether the node's recording.log holds entries: a
 // catalog that names no recording may then be what a crash left only when
-// nothing refers to a recording.
-func openArchive(fsys vfs.FS, dir string, opts Options, nowMs func() int64, recorded bool) (*nodeArchive, error) {
+// nothing refers to a recording. cut gets the bytes a crash repair cuts
+// from a torn segment tail, before they are cut.
+func openArchive(fsys vfs.FS, dir string, opts Options, nowMs func() int64, recorded bool, cut func(segmentCut)) (*nodeArchive, error) {
 	// The node owns its archive: an archive mark file left behind by a
 	// crashed node belongs to no live archive, so it is marked stopped
 	// (activity -1, as a clean stop leaves it) before the archive opens
@@ -50,7 +59,12 @@ func openArchive(fsys vfs.FS, dir string, opts Options, nowMs func() int64, reco
 	if err := archive.MarkStopped(fsys, dir); err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
+	na := &nodeArchive{}
 	a, err := archive.Open(fsys, dir, archive.Options{
+		KeepCut: func(segment string, offset int64, data []byte) error {
+			cut(segmentCut{segment, offset, data})
+			return nil
+		},
 		SegmentLength:    opts.SegmentLength,
 		FileIoMaxLength:  opts.FileIoMaxLength,
 		FileSyncLevel:    opts.FileSyncLevel,
@@ -81,7 +95,8 @@ func openArchive(fsys vfs.FS, dir string, opts Options, nowMs func() int64, reco
 	if err != nil {
 		return nil, fmt.Errorf("cluster: archive: %w", err)
 	}
-	return &nodeArchive{a: a, level: opts.FileSyncLevel, catalogRepaired: a.CatalogRepaired()}, nil
+	na.a, na.level, na.catalogRepaired = a, opts.FileSyncLevel, a.CatalogRepaired()
+	return na, nil
 }
 
 // bgSyncEvery is how much of a level-0 recording's current segment may be

@@ -370,6 +370,7 @@ type Node struct {
 	// fails; backups are the crash repairs' backups (repairbackup.go).
 	guard   *dirState
 	backups []string
+	cuts    []segmentCut // bytes this start's crash repairs cut from segments
 }
 
 func (o *Options) defaults() {
@@ -462,7 +463,7 @@ func Open(opts Options) (*Node, error) {
 		n.closeFiles(true)
 		if n.guard != nil {
 			// A failed start leaves the directory as it found it.
-			if rerr := n.guard.restore(n.fs); rerr != nil {
+			if rerr := errors.Join(n.restoreCuts(), n.guard.restore(n.fs)); rerr != nil {
 				err = errors.Join(err, fmt.Errorf("%w: %w", ErrNotRestored, rerr))
 			}
 		}

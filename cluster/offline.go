@@ -100,9 +100,10 @@ const startGuardWhole = 1 << 20
 // captureStart records the state of the node directories subs for Open to
 // put back when the start fails: every file but the segments whole (or by
 // chunk sums), and segment files whole up to startGuardWhole bytes, larger
-// ones by length only (a failed start that grew one is cut back; one that
-// changed bytes inside a large segment cannot be undone, and restore
-// says so).
+// ones by length only (a failed start that grew one is cut back; the
+// bytes a crash repair cut from one are put back from what the archive
+// handed over before cutting them, Node.restoreCuts; any other change
+// inside a large segment cannot be undone, and restore says so).
 func captureStart(fsys vfs.FS, subs []string) (*dirState, error) {
 	return captureWith(fsys, subs, func(fsys vfs.FS, p string) (*fileState, error) {
 		if strings.HasSuffix(p, archive.SegmentSuffix) {

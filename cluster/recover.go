@@ -90,7 +90,7 @@ func (n *Node) open() error {
 	if err != nil && !errors.Is(err, vfs.ErrNotExist) {
 		return fmt.Errorf("cluster: %w", err)
 	}
-	n.arc, err = openArchive(fsys, n.adir, n.opts, n.nowMs, rlSize > 0)
+	n.arc, err = openArchive(fsys, n.adir, n.opts, n.nowMs, rlSize > 0, func(c segmentCut) { n.cuts = append(n.cuts, c) })
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -22,8 +23,10 @@ import (
 // what was cut, and the file as Open found it is kept next to it as
 // <name>.crash-repair-<epoch ms> until the next successful snapshot, which
 // removes every such backup. The backup is the whole file for files Open
-// recorded whole (recording.log, the catalog, segments up to 1 MiB); the
-// cut part of a larger segment is not kept, and the log record says so.
+// recorded whole (recording.log, the catalog, segments up to 1 MiB); of a
+// larger segment it is the bytes the repair cut (from the torn frame to the
+// last non-zero byte, handed over by the archive before it cut them: its
+// Options.KeepCut), as <name>.crash-repair-<epoch ms>.cut-at-<offset>.
 
 // backupSuffix marks a crash repair's backup file.
 const backupSuffix = ".crash-repair-"
@@ -31,27 +34,44 @@ const backupSuffix = ".crash-repair-"
 // keepRepairs logs the crash repairs of this start and writes their
 // backups from the state Open recorded before it wrote anything.
 func (n *Node) keepRepairs() {
-	type repair struct{ path, what string }
+	type repair struct {
+		path, what string
+		cut        *segmentCut // the bytes cut, for a segment not recorded whole
+	}
 	var rs []repair
 	r := n.recovery
 	if rl := r.RecordingLog; rl != nil {
-		rs = append(rs, repair{n.fs.Join(n.cdir, recordinglog.FileName),
-			fmt.Sprintf("cut %d bytes at offset %d: %s", rl.Dropped, rl.Offset, rl.Reason)})
+		rs = append(rs, repair{path: n.fs.Join(n.cdir, recordinglog.FileName),
+			what: fmt.Sprintf("cut %d bytes at offset %d: %s", rl.Dropped, rl.Offset, rl.Reason)})
 	}
 	if r.CatalogRepaired {
-		rs = append(rs, repair{n.fs.Join(n.adir, archive.CatalogFileName), "dropped an entry a crash left half-added, or advanced nextRecordingId"})
+		rs = append(rs, repair{path: n.fs.Join(n.adir, archive.CatalogFileName), what: "dropped an entry a crash left half-added, or advanced nextRecordingId"})
 	}
 	for _, rr := range r.Archive {
 		if rr.Truncated {
-			rs = append(rs, repair{n.fs.Join(n.adir, rr.LastSegment),
-				fmt.Sprintf("recording %d: torn tail cut at file offset %d", rr.RecordingID, rr.TruncatedAt)})
+			rp := repair{path: n.fs.Join(n.adir, rr.LastSegment),
+				what: fmt.Sprintf("recording %d: torn tail cut at file offset %d", rr.RecordingID, rr.TruncatedAt)}
+			for i := range n.cuts {
+				if c := &n.cuts[i]; c.segment == rr.LastSegment && c.offset == rr.TruncatedAt {
+					rp.cut = c
+				}
+			}
+			rs = append(rs, rp)
 		}
 	}
 	for _, rp := range rs {
 		backup := "not kept (the file is larger than Open records whole)"
-		if st := n.guard.files[rp.path]; st != nil && (st.data != nil || st.size == 0) {
-			p := rp.path + backupSuffix + strconv.FormatInt(n.markMs, 10)
-			if err := writeBackup(n.fs, p, st.data); err != nil {
+		p, data := rp.path+backupSuffix+strconv.FormatInt(n.markMs, 10), []byte(nil)
+		st := n.guard.files[rp.path]
+		keep := st != nil && (st.data != nil || st.size == 0)
+		if keep {
+			data = st.data
+		} else if rp.cut != nil {
+			keep, data = true, rp.cut.data
+			p += ".cut-at-" + strconv.FormatInt(rp.cut.offset, 10)
+		}
+		if keep {
+			if err := writeBackup(n.fs, p, data); err != nil {
 				backup = "not kept: " + err.Error()
 			} else {
 				backup = p
@@ -102,4 +122,21 @@ func containsString(ss []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// restoreCuts writes back the bytes this start's crash repairs cut from
+// segments (a failed start puts its repairs back too), before the files
+// recorded by length only are checked.
+func (n *Node) restoreCuts() error {
+	var errs []error
+	for _, c := range n.cuts {
+		p := n.fs.Join(n.adir, c.segment)
+		if err := rewrite(n.fs, p, func(f vfs.File) error {
+			_, err := f.WriteAt(c.data, c.offset)
+			return err
+		}); err != nil {
+			errs = append(errs, fmt.Errorf("%s: put back %d bytes at %d: %w", p, len(c.data), c.offset, err))
+		}
+	}
+	return errors.Join(errs...)
 }
