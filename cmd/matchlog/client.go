@@ -105,11 +105,7 @@ func runClient(args []string, stdout, stderr io.Writer) error {
 		}
 		return runClientDepth(f, rest[1:], stdout, stderr)
 	}
-	bad := func(format string, a ...any) error {
-		fmt.Fprintf(stderr, "client: "+format+"\n", a...)
-		fs.Usage()
-		return errUsage
-	}
+	bad := usageErr(fs, stderr, "client")
 	switch {
 	case f.connect == "":
 		return bad("--connect is required")
@@ -282,11 +278,7 @@ func runClientDepth(f *clientFlags, args []string, stdout, stderr io.Writer) err
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
-	bad := func(format string, a ...any) error {
-		fmt.Fprintf(stderr, "client depth: "+format+"\n", a...)
-		fs.Usage()
-		return errUsage
-	}
+	bad := usageErr(fs, stderr, "client depth")
 	switch {
 	case f.connect == "":
 		return bad("--connect is required")

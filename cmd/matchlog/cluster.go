@@ -111,11 +111,7 @@ func runCluster(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args[1:], stderr); err != nil {
 		return err
 	}
-	bad := func(format string, a ...any) error {
-		fmt.Fprintf(stderr, "cluster %s: "+format+"\n", append([]any{name}, a...)...)
-		fs.Usage()
-		return errUsage
-	}
+	bad := usageErr(fs, stderr, "cluster "+name)
 	if f.dir == "" {
 		return bad("--dir is required")
 	}

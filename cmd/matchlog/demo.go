@@ -44,11 +44,7 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
-	bad := func(format string, a ...any) error {
-		fmt.Fprintf(stderr, "demo: "+format+"\n", a...)
-		fs.Usage()
-		return errUsage
-	}
+	bad := usageErr(fs, stderr, "demo")
 	var err error
 	if o.Orders, err = orders.one("orders"); err != nil {
 		return bad("%v", err)

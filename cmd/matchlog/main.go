@@ -79,6 +79,17 @@ func runHelp(args []string, stdout, stderr io.Writer) error {
 // errUsage marks an error in the command line: exit status 2.
 var errUsage = errors.New("usage")
 
+// usageErr returns a verb's reporter of a bad command line: it prints
+// "prefix: problem" on stderr, then the verb's usage, and returns
+// errUsage.
+func usageErr(fs *flag.FlagSet, stderr io.Writer, prefix string) func(format string, a ...any) error {
+	return func(format string, a ...any) error {
+		fmt.Fprintf(stderr, prefix+": "+format+"\n", a...)
+		fs.Usage()
+		return errUsage
+	}
+}
+
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
