@@ -3,7 +3,6 @@ package cluster_test
 import (
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"testing"
 	"time"
 
@@ -15,31 +14,9 @@ import (
 // name, length and bytes.
 func hashTree(t *testing.T, fsys vfs.FS) map[string]string {
 	t.Helper()
-	out := map[string]string{}
-	for _, d := range []string{"n/cluster", "n/archive"} {
-		names, err := fsys.List(d)
-		if err != nil {
-			continue
-		}
-		for _, name := range names {
-			p := d + "/" + name
-			size, err := fsys.Stat(p)
-			if err != nil {
-				continue
-			}
-			f, err := fsys.Open(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			b := make([]byte, size)
-			if _, err := f.ReadAt(b, 0); err != nil && size > 0 {
-				t.Fatal(err)
-			}
-			f.Close()
-			h := fnv.New64a()
-			h.Write(b)
-			out[p] = fmt.Sprintf("%d:%016x", size, h.Sum64())
-		}
+	out, err := vfs.Digests(fsys, "n/cluster", "n/archive")
+	if err != nil {
+		t.Fatal(err)
 	}
 	return out
 }

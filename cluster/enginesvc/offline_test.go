@@ -3,7 +3,6 @@ package enginesvc_test
 import (
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"maps"
 	"slices"
 	"strings"
@@ -125,32 +124,9 @@ func TestSnapshotStoppedFailureLeavesDirectory(t *testing.T) {
 // directory.
 func treeDigest(t *testing.T, fsys vfs.FS) map[string]string {
 	t.Helper()
-	out := map[string]string{}
-	for _, d := range []string{testDir + "/cluster", testDir + "/archive"} {
-		names, err := fsys.List(d)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, name := range names {
-			p := d + "/" + name
-			f, err := fsys.Open(p)
-			if err != nil {
-				out[p] = "not a file"
-				continue
-			}
-			size, err := fsys.Stat(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			b := make([]byte, size)
-			if _, err := f.ReadAt(b, 0); err != nil && size > 0 {
-				t.Fatal(err)
-			}
-			f.Close()
-			h := fnv.New64a()
-			h.Write(b)
-			out[p] = fmt.Sprintf("%d:%016x", size, h.Sum64())
-		}
+	out, err := vfs.Digests(fsys, testDir+"/cluster", testDir+"/archive")
+	if err != nil {
+		t.Fatal(err)
 	}
 	return out
 }
