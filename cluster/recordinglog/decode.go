@@ -57,8 +57,11 @@ func (e *CorruptError) Is(target error) bool {
 //     *CorruptError with Torn set;
 //   - an entry type other than TERM, SNAPSHOT, STANDBY_SNAPSHOT (with or
 //     without the invalid flag) or -1, an entry whose 48 bytes of fields
-//     are all zero (which Aeron never writes) followed by more data, a standby endpoint length out of range, or TERM entries of
-//     different recordings (Aeron's validateTermRecordingId) is a
+//     are all zero (which Aeron never writes) followed by more data, a
+//     TERM entry whose serviceId is not -1 (Aeron's appendTerm always
+//     writes -1; with it no update this package makes can leave an entry
+//     all zero), a standby endpoint length out of range, or TERM entries
+//     of different recordings (Aeron's validateTermRecordingId) is a
 //     *CorruptError without Torn.
 //
 // On error the entries before the bad one are returned with it.
@@ -132,6 +135,9 @@ func decode(b []byte) (entries []Entry, count int, err error) {
 				switch {
 				case e.RecordingID == NullValue:
 					return entries, index, &CorruptError{Offset: int64(off), Reason: "TERM entry with recordingId -1"}
+				case e.ServiceID != NullValue:
+					return entries, index, &CorruptError{Offset: int64(off), Reason: fmt.Sprintf(
+						"TERM entry with serviceId %d (a TERM entry's serviceId is always -1)", e.ServiceID)}
 				case termRecordingID == NullValue:
 					termRecordingID = e.RecordingID
 				case e.RecordingID != termRecordingID:

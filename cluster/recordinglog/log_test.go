@@ -279,6 +279,7 @@ func TestDamagedFiles(t *testing.T) {
 		{"bad type", cat(entryBytes(termEntry), badType), false, 64, "unknown entry type 7", 0},
 		{"bad type invalid flag", cat(badType[:44], []byte{7, 0, 0, 0x80}, badType[48:]), false, 0, "unknown entry type 7 (field 0x80000007)", 0},
 		{"zeroed entry in the middle", cat(entryBytes(termEntry), make([]byte, 64), entryBytes(snapEntry)), false, 64, "zeroed entry followed by more data", 0},
+		{"TERM with a serviceId", entryBytes(recordinglog.Entry{LogPosition: -1, Type: recordinglog.TypeTerm, Valid: true}), false, 0, "TERM entry with serviceId 0", 0},
 		{"two TERM recordings", cat(entryBytes(termEntry), entryBytes(otherTerm)), false, 64, "TERM entry of recording 9", 0},
 		{"garbage", garbage, false, 0, "unknown entry type", 0},
 		{"bad endpoint length", badStandby, false, 0, "endpoint length 5000 outside", 0},
