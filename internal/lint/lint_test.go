@@ -65,6 +65,7 @@ var rules = map[string]rule{
 	"internal/measure":    {},
 	"internal/liveness":   {},
 	"internal/fixtures":   {},
+	"internal/aerontest":  {},
 	"internal/plot":       {},
 	"internal/probe":      {},
 	"internal/lint":       {},

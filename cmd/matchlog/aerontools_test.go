@@ -1,0 +1,204 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/matchlog/matchlog/internal/aerontest"
+	"github.com/matchlog/matchlog/internal/fixtures"
+)
+
+// The tests below judge a purge of a real Aeron member directory by real
+// Aeron: its ArchiveTool and ClusterTool (internal/aerontest; they skip where
+// AERON_CLASSPATH is unset). The directory is member 0 of
+// shared/fixtures/aeron/three-members; FACTS.md gives the safe cutoff
+// keeping two snapshot generations, C = 786,432, which detaches exactly
+// 0-655360.rec from the log recording (id 0, start 655,360, stop 1,258,560).
+const (
+	aeronPurgeCutoff   = 786432
+	aeronLogStart      = 655360
+	aeronLogStop       = 1258560
+	aeronDetachedFile  = "0-655360.rec"
+	aeronMember0Record = 7 // recordings 0..6 in member 0's catalog
+)
+
+// purgedAeronMember0 copies three-members/member-0 into a temp directory,
+// purges its log recording to aeronPurgeCutoff with `matchlog archive purge
+// --now` and returns the directory (holding cluster/ and archive/).
+func purgedAeronMember0(t *testing.T) string {
+	t.Helper()
+	src := filepath.Join(fixtures.AeronThreeMembers(t), "member-0")
+	d := t.TempDir()
+	fixtures.CopyDirs(t, src, d, "cluster", "archive")
+	var r removalJSON
+	out := mustCLI(t, "archive", "purge", "--dir", d, "--id", "0", "--position", strconv.Itoa(aeronPurgeCutoff), "--now", "--json")
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("purge --json: %v\n%s", err, out)
+	}
+	if r.OldStart != aeronLogStart || r.NewStart != aeronPurgeCutoff || r.Unsafe != "" {
+		t.Fatalf("purge: %+v; want start %d -> %d, one file unlinked, no override", r, aeronLogStart, aeronPurgeCutoff)
+	}
+	if fileExists(archiveDir(d), aeronDetachedFile) || fileExists(archiveDir(d), aeronDetachedFile+".deleted") {
+		t.Fatalf("purge left %s (or its .deleted) behind", aeronDetachedFile)
+	}
+	return d
+}
+
+// descriptorRE finds a recording descriptor's id, start and stop in
+// ArchiveTool describe's output.
+var descriptorRE = regexp.MustCompile(`\|recordingId=(\d+)\|.*\|startPosition=(-?\d+)\|stopPosition=(-?\d+)\|`)
+
+// TestAeronToolsAcceptPurge: after `matchlog archive purge` to the safe
+// cutoff on a copy of real Aeron's member 0, real ArchiveTool sees the new
+// start and `verify -a` still verifies every recording (on a further copy:
+// verify may mark the catalog), and real ClusterTool's `recording-log` and
+// `describe` accept the cluster directory; ClusterTool's recording log
+// equals `matchlog cluster recording-log`'s on the same directory.
+func TestAeronToolsAcceptPurge(t *testing.T) {
+	j := aerontest.Require(t)
+	d := purgedAeronMember0(t)
+
+	// ArchiveTool, on a copy of the purged archive.
+	v := t.TempDir()
+	fixtures.CopyDirs(t, d, v, "archive")
+	av := archiveDir(v)
+	describe := func(when string) {
+		t.Helper()
+		desc := j.MustRun(t, nil, aerontest.ArchiveTool, av, "describe")
+		seen := map[int64]bool{}
+		for _, m := range descriptorRE.FindAllStringSubmatch(desc, -1) {
+			id, _ := strconv.ParseInt(m[1], 10, 64)
+			seen[id] = true
+			if id == 0 && (m[2] != strconv.Itoa(aeronPurgeCutoff) || m[3] != strconv.Itoa(aeronLogStop)) {
+				t.Errorf("ArchiveTool describe %s: log recording start %s stop %s, want %d %d", when, m[2], m[3], aeronPurgeCutoff, aeronLogStop)
+			}
+			if id == 0 {
+				t.Logf("ArchiveTool describe %s: %s", when, m[0])
+			}
+		}
+		if len(seen) != aeronMember0Record {
+			t.Errorf("ArchiveTool describe %s lists recordings %v, want 0..%d:\n%s", when, seen, aeronMember0Record-1, desc)
+		}
+	}
+	describe("after the purge")
+	r, err := j.Run(t, 0, nil, aerontest.ArchiveTool, av, "verify", "-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ok []string
+	for _, line := range strings.Split(strings.TrimSpace(r.Stdout), "\n") {
+		if strings.Contains(line, "recordingId=") {
+			ok = append(ok, line)
+		}
+	}
+	want := make([]string, aeronMember0Record)
+	for i := range want {
+		want[i] = fmt.Sprintf("(recordingId=%d) OK", i)
+	}
+	if r.ExitCode != 0 || strings.Join(ok, "\n") != strings.Join(want, "\n") {
+		t.Errorf("ArchiveTool verify -a: exit %d, recordings\n%s\nwant exit 0 and\n%s\nstderr: %s", r.ExitCode, strings.Join(ok, "\n"), strings.Join(want, "\n"), r.Stderr)
+	}
+	t.Logf("ArchiveTool verify -a on the purged copy:\n%s", strings.TrimSpace(r.Stdout))
+	// verify rewrites a stop position it computes differently and still
+	// prints OK: the catalog must be as the purge left it.
+	describe("after verify -a")
+	// ArchiveTool verify checks the segment files present, not that every
+	// segment from the start to the stop is there; matchlog's verify does.
+	mustCLI(t, "archive", "verify", "--all", "--dir", d)
+
+	// ClusterTool, on the purged directory itself (both commands only read).
+	cd := clusterDir(d)
+	rl := j.MustRun(t, nil, aerontest.ClusterTool, cd, "recording-log")
+	theirs, err := aerontest.ParseRecordingLog(rl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ours entriesJSON
+	if err := json.Unmarshal([]byte(mustCLI(t, "cluster", "recording-log", "--dir", d, "--json")), &ours); err != nil {
+		t.Fatal(err)
+	}
+	if len(theirs) != aeronMember0Record || len(ours.Entries) != len(theirs) {
+		t.Fatalf("recording-log: ClusterTool %d entries, matchlog %d; want %d\n%s", len(theirs), len(ours.Entries), aeronMember0Record, rl)
+	}
+	for i, e := range ours.Entries {
+		got := aerontest.Entry{RecordingID: e.RecordingID, LeadershipTermID: e.LeadershipTermID,
+			TermBaseLogPosition: e.TermBaseLogPosition, LogPosition: e.LogPosition, Timestamp: e.Timestamp,
+			ServiceID: e.ServiceID, Type: e.Type, Valid: e.Valid, EntryIndex: e.Index}
+		if got != theirs[i] {
+			t.Errorf("recording-log entry %d: matchlog %+v, ClusterTool %+v", i, got, theirs[i])
+		}
+	}
+	t.Logf("ClusterTool recording-log on the purged directory:\n%s", strings.TrimSpace(rl))
+
+	out := j.MustRun(t, nil, aerontest.ClusterTool, cd, "describe")
+	for _, w := range []string{"componentType=CONSENSUS_MODULE", "|memberId=0|", "|clusterId=0|"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("ClusterTool describe: no %q in\n%s", w, out)
+		}
+	}
+}
+
+// TestAeronRecoveryPlanAfterPurge: ClusterTool recovery-plan, asked of an
+// ArchivingMediaDriver running on the purged copy's archive, prints the
+// plan `matchlog cluster recovery-plan` computes for the same directory:
+// the same log recording, start and stop positions, and snapshots.
+func TestAeronRecoveryPlanAfterPurge(t *testing.T) {
+	j := aerontest.Require(t)
+	d := purgedAeronMember0(t)
+
+	var ours planJSON
+	if err := json.Unmarshal([]byte(mustCLI(t, "cluster", "recovery-plan", "--dir", d, "--services", "1", "--json")), &ours); err != nil {
+		t.Fatal(err)
+	}
+	if !ours.Complete || ours.Log == nil {
+		t.Fatalf("matchlog recovery-plan on the purged directory: complete %v, log %v; problems %+v", ours.Complete, ours.Log, ours.Problems)
+	}
+	if ours.Log.RecordingStartPosition != aeronPurgeCutoff {
+		t.Errorf("matchlog recovery-plan: recording start %d, want %d after the purge", ours.Log.RecordingStartPosition, aeronPurgeCutoff)
+	}
+
+	a := j.StartArchivingMediaDriver(t, archiveDir(d), 30*time.Second)
+	out := j.MustRun(t, a.ClientProps(), aerontest.ClusterTool, clusterDir(d), "recovery-plan", "1")
+	if err := a.Stop(); err != nil {
+		t.Error(err)
+	}
+	theirs, err := aerontest.ParseRecoveryPlan(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("ClusterTool recovery-plan 1 on the purged directory:\n%s", strings.TrimSpace(out))
+
+	got := aerontest.RecoveryPlan{LastLeadershipTermID: ours.LastLeadershipTermID,
+		LastTermBaseLogPosition: ours.LastTermBaseLogPosition, AppendedLogPosition: ours.AppendedLogPosition,
+		CommittedLogPosition: ours.CommittedLogPosition}
+	if got.LastLeadershipTermID != theirs.LastLeadershipTermID || got.LastTermBaseLogPosition != theirs.LastTermBaseLogPosition ||
+		got.AppendedLogPosition != theirs.AppendedLogPosition || got.CommittedLogPosition != theirs.CommittedLogPosition {
+		t.Errorf("recovery plan: matchlog %+v, ClusterTool %+v", got, theirs)
+	}
+	if len(ours.Snapshots) != len(theirs.Snapshots) || len(theirs.Snapshots) != 2 {
+		t.Fatalf("recovery plan snapshots: matchlog %+v, ClusterTool %+v; want 2 each", ours.Snapshots, theirs.Snapshots)
+	}
+	for i, s := range ours.Snapshots {
+		g := aerontest.Snapshot{RecordingID: s.RecordingID, LeadershipTermID: s.LeadershipTermID,
+			TermBaseLogPosition: s.TermBaseLogPosition, LogPosition: s.LogPosition, Timestamp: s.Timestamp, ServiceID: s.ServiceID}
+		if g != theirs.Snapshots[i] {
+			t.Errorf("recovery plan snapshot %d: matchlog %+v, ClusterTool %+v", i, g, theirs.Snapshots[i])
+		}
+	}
+	if theirs.Log == nil {
+		t.Fatalf("ClusterTool recovery-plan: log=null\n%s", out)
+	}
+	l := ours.Log
+	g := aerontest.Log{RecordingID: l.RecordingID, LeadershipTermID: l.LeadershipTermID, TermBaseLogPosition: l.TermBaseLogPosition,
+		LogPosition: l.LogPosition, StartPosition: l.StartPosition, StopPosition: l.StopPosition, InitialTermID: l.InitialTermID,
+		TermBufferLength: l.TermBufferLength, MTULength: l.MTULength, SessionID: l.SessionID}
+	if g != *theirs.Log {
+		t.Errorf("recovery plan log: matchlog %+v, ClusterTool %+v", g, *theirs.Log)
+	}
+}
