@@ -122,6 +122,15 @@ type Options struct {
 	// DeleteStep unlinks it (see [Archive.DeleteDetached]). 0 means
 	// DefaultDeleteDelay (60 s); a negative value means no wait.
 	DeleteDelay time.Duration
+	// LeaveMarkFile makes Open an offline tool's: it refuses a live
+	// archive by the mark file in dir, as always, but neither creates nor
+	// rewrites archive-mark.dat, and Close leaves it as found. The mark
+	// file may be another program's (real Aeron's archive writes its
+	// channels, archive id and pid there), and a tool that only changes
+	// the catalog and segments has no business rewriting it. Nothing then
+	// tells another process the directory is in use: an offline tool is
+	// run on a stopped archive, which stays stopped while it runs.
+	LeaveMarkFile bool
 	// Retention is the policy [Archive.Proposals] evaluates.
 	Retention RetentionPolicy
 	// RepairCatalog lets Open repair a catalog it would refuse when the
@@ -276,6 +285,10 @@ func Open(fsys vfs.FS, dir string, opts Options) (*Archive, error) {
 func (a *Archive) createMark() error {
 	name := a.fs.Join(a.dir, MarkFileName)
 	now := a.opts.Clock()
+	if a.opts.LeaveMarkFile {
+		a.lastActive = now
+		return CheckLive(a.fs, a.dir, now, a.opts.MarkTimeout)
+	}
 	f, err := a.fs.OpenRW(name)
 	switch {
 	case err == nil:
@@ -387,6 +400,9 @@ func (a *Archive) closeMark() error {
 func (a *Archive) UpdateActivity() error {
 	a.markMu.Lock()
 	defer a.markMu.Unlock()
+	if a.opts.LeaveMarkFile {
+		return a.check()
+	}
 	if a.mark == nil {
 		return ErrArchiveClosed
 	}
@@ -402,7 +418,7 @@ func (a *Archive) maybeUpdateActivity(now int64) error {
 	}
 	a.markMu.Lock()
 	defer a.markMu.Unlock()
-	if now-a.lastActive < 1000 {
+	if now-a.lastActive < 1000 || a.opts.LeaveMarkFile {
 		return nil
 	}
 	if a.mark == nil {

@@ -337,3 +337,58 @@ func TestRecordConcurrentPublisher(t *testing.T) {
 		t.Fatalf("replayed %d of %d messages", i, messages)
 	}
 }
+
+// TestLeaveMarkFile: an offline open neither creates nor rewrites
+// archive-mark.dat, and still refuses a live archive.
+func TestLeaveMarkFile(t *testing.T) {
+	fs := vfs.NewMem()
+	clock := &testClock{ms: 1_700_000_000_000}
+	opts := Options{Clock: clock.now, CatalogCapacity: 4096, MarkErrorBufferLength: 4096}
+	a := openTest(t, fs, "arch", opts)
+	// A live archive (its mark file fresh, our pid running) is refused.
+	live := opts
+	live.LeaveMarkFile = true
+	if _, err := Open(fs, "arch", live); !errors.Is(err, ErrArchiveActive) {
+		t.Fatalf("offline open of a live archive: %v", err)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	name := fs.Join("arch", MarkFileName)
+	before := markBytes(t, fs, name)
+	b := openTest(t, fs, "arch", live)
+	if err := b.UpdateActivity(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if after := markBytes(t, fs, name); !bytes.Equal(before, after) {
+		t.Fatal("an offline open changed archive-mark.dat")
+	}
+	// Without a mark file none is created.
+	if err := fs.Remove(name); err != nil {
+		t.Fatal(err)
+	}
+	c := openTest(t, fs, "arch", live)
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fs.Stat(name); !errors.Is(err, vfs.ErrNotExist) {
+		t.Fatalf("an offline open created archive-mark.dat: %v", err)
+	}
+}
+
+func markBytes(t testing.TB, fs vfs.FS, name string) []byte {
+	t.Helper()
+	f, err := fs.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b, err := readAll(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

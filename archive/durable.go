@@ -30,7 +30,16 @@ import (
 //
 // [Recording.SyncTo] makes a recording durable up to a position whatever
 // the options, on any goroutine; [Recording.DurablePosition] reads the
-// durable position. The level-0 syncs are File.SyncAll of each segment
+// durable position.
+//
+// A failed level-0 sync is sticky, whichever of the four made it: after a
+// failed fsync the kernel may have dropped the dirty pages or marked them
+// clean, so a later sync that succeeds proves nothing about the bytes
+// before it. The durable position stays where it was; every later Poll,
+// Record and SyncTo returns the first failure; Stop leaves the catalog's
+// stop position at -1 (the next Open settles the recording from what the
+// files then hold, as after a crash) instead of writing the position the
+// recorder reached in memory. The level-0 syncs are File.SyncAll of each segment
 // file, opened by name, so they may run beside the recorder's own writes.
 
 // DurablePosition is the position up to which the recording's files are
@@ -57,14 +66,26 @@ func (r *Recording) SyncTo(pos int64) (int64, error) {
 		return r.Position(), nil
 	}
 	from := r.durable.Load()
+	if p := r.syncErr.Load(); p != nil {
+		return from, *p
+	}
 	if pos <= from || r.Position() < pos {
 		return from, nil
 	}
 	if err := r.syncFiles(from, pos, true); err != nil {
-		return from, err
+		return from, r.failSync(from, pos, err)
 	}
 	r.noteDurable(pos)
 	return r.durable.Load(), nil
+}
+
+// failSync records the first failed level-0 sync of [from, pos) and
+// returns it (or the earlier one): it is sticky (see above).
+func (r *Recording) failSync(from, pos int64, err error) error {
+	e := fmt.Errorf("archive: recording %d: sync of positions [%d, %d) failed, so nothing after the durable position %d can be trusted to be on disk and nothing is synced again: stop the node and restart it, which recovers from what the files hold: %w",
+		r.id, from, pos, r.durable.Load(), err)
+	r.syncErr.CompareAndSwap(nil, &e)
+	return *r.syncErr.Load()
 }
 
 // noteDurable raises the durable position to pos.
@@ -88,7 +109,7 @@ func (r *Recording) level0() error {
 		}
 		newSeg := synced == r.startPosition.Load() || r.segmentBase(pos) > r.segmentBase(synced)
 		if err := r.syncFiles(synced, pos, newSeg); err != nil {
-			return err
+			return r.failSync(synced, pos, err)
 		}
 		r.noteDurable(pos)
 		return nil
@@ -97,7 +118,7 @@ func (r *Recording) level0() error {
 	if !opts.SyncOnRollOver && opts.BackgroundSyncEvery <= 0 {
 		return nil
 	}
-	if p := r.bgErr.Load(); p != nil {
+	if p := r.syncErr.Load(); p != nil {
 		return *p
 	}
 	if v := r.bgSynced.Load(); v > 0 {
@@ -106,7 +127,7 @@ func (r *Recording) level0() error {
 	synced := r.durable.Load()
 	if opts.SyncOnRollOver && r.segmentBase(pos) > r.segmentBase(synced) {
 		if err := r.syncFiles(synced, pos, true); err != nil {
-			return err
+			return r.failSync(synced, pos, err)
 		}
 		r.noteDurable(pos)
 		return nil
@@ -117,7 +138,7 @@ func (r *Recording) level0() error {
 			defer r.bg.Done()
 			defer r.bgBusy.Store(false)
 			if err := r.syncFiles(synced, pos, false); err != nil {
-				r.bgErr.Store(&err)
+				_ = r.failSync(synced, pos, err)
 				return
 			}
 			r.bgSynced.Store(pos)

@@ -1,7 +1,10 @@
 package archive
 
 import (
+	"errors"
 	"math/rand/v2"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -192,4 +195,99 @@ func checkDurable(t *testing.T, mem *vfs.MemFS, dir string, id, start, durable i
 		}
 	}
 	sameFrames(t, replayAll(t, a, id, start, durable), want)
+}
+
+// TestLevel0SyncFailureSticky fails one level-0 sync of a segment file under
+// each policy and checks the failure is sticky: the durable position stays,
+// every later Record and SyncTo returns the first failure although syncing
+// works again, and Stop leaves the catalog's stop position at -1 instead of
+// the position reached in memory.
+func TestLevel0SyncFailureSticky(t *testing.T) {
+	const segLen = 128 << 10
+	cases := []struct {
+		name     string
+		opts     func(*Options)
+		syncEach bool
+		syncTo   bool
+	}{
+		{"roll over", func(o *Options) { o.SyncOnRollOver = true }, false, false},
+		{"each record", func(o *Options) { o.SyncOnRollOver = true }, true, false},
+		{"background", func(o *Options) { o.SegmentLength = 1 << 20; o.BackgroundSyncEvery = 16 << 10 }, false, false},
+		{"sync to", nil, false, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := vfs.NewMem()
+			if err := mem.MkdirAll("arch"); err != nil {
+				t.Fatal(err)
+			}
+			var armed, failed atomic.Bool
+			inj := vfs.NewInjector(mem, 0, -1).Hook(vfs.Hook{Ops: vfs.Ops(vfs.OpSync), Before: func(_ vfs.Op, name string) error {
+				if armed.Load() && strings.HasSuffix(name, ".rec") && failed.CompareAndSwap(false, true) {
+					return errors.New("injected EIO on fsync")
+				}
+				return nil
+			}})
+			clock := &testClock{ms: 1_700_000_000_000}
+			opts := crashOptions(0, 64<<10, clock.now)
+			opts.CatalogSyncLevel = SyncData
+			if tc.opts != nil {
+				tc.opts(&opts)
+			}
+			a := openTest(t, inj, "arch", opts)
+			start := int64(crashTermLength + 2048)
+			h := newHarness(t, crashTermLength, 2048, 9, 1, start)
+			r, err := a.StartRecording(Source{Log: h.log, Image: h.img, SyncEachRecord: tc.syncEach})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rng := rand.New(rand.NewPCG(7, 8))
+			armed.Store(true)
+			// Record until the failure is reported (bounded: the policy
+			// syncs within a few segments).
+			var first error
+			for i := 0; i < 200 && first == nil; i++ {
+				pos, err := h.runErr(rng, r, segLen/4)
+				if err == nil && tc.syncTo {
+					_, err = r.SyncTo(pos)
+				}
+				if err == nil && !failed.Load() {
+					continue
+				}
+				if err == nil { // the background sync failed: a later Record says so
+					for j := 0; j < 1000 && err == nil; j++ {
+						time.Sleep(time.Millisecond)
+						_, err = r.Record(r.Position())
+					}
+				}
+				first = err
+			}
+			if first == nil || !failed.Load() {
+				t.Fatalf("the injected sync failure was never reported (failed %v)", failed.Load())
+			}
+			durable := r.DurablePosition()
+			// Syncing works again; the failure must still be returned.
+			if _, err := r.Record(r.Position() + 1); err == nil {
+				t.Fatal("Record after a failed sync succeeded")
+			}
+			if d, err := r.SyncTo(r.Position()); err == nil || d != durable {
+				t.Fatalf("SyncTo after a failed sync: %d, %v (durable %d)", d, err, durable)
+			}
+			if r.DurablePosition() != durable {
+				t.Fatalf("durable position moved from %d to %d after the failure", durable, r.DurablePosition())
+			}
+			id := r.ID()
+			if err := r.Stop(); err == nil {
+				t.Fatal("Stop after a failed sync reported no error")
+			}
+			d, err := a.Descriptor(id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.StopPosition != NullPosition {
+				t.Fatalf("stop position %d written after a failed sync (durable %d): want -1, settled by the next Open", d.StopPosition, durable)
+			}
+			_ = a.Close()
+		})
+	}
 }

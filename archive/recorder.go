@@ -116,7 +116,9 @@ type Recording struct {
 	bg       sync.WaitGroup
 	bgBusy   atomic.Bool
 	bgSynced atomic.Int64 // what the background sync made durable (0: none yet)
-	bgErr    atomic.Pointer[error]
+	// syncErr is the first failed level-0 sync (roll-over, each record,
+	// background or SyncTo). It is sticky: see failSync.
+	syncErr atomic.Pointer[error]
 
 	stopped bool
 	err     error
@@ -312,6 +314,11 @@ func (r *Recording) Err() error { return r.err }
 // file's activity timestamp once a second when the Archive runs no ticker.
 // It does not allocate.
 func (r *Recording) Poll() (int, error) {
+	if r.err == nil {
+		if p := r.syncErr.Load(); p != nil {
+			r.err = *p
+		}
+	}
 	if r.err != nil {
 		return 0, r.err
 	}
@@ -579,6 +586,17 @@ func (r *Recording) Stop() error {
 		r.err = fmt.Errorf("archive: recording %d: %w", r.id, perr)
 	}
 	r.done = nil
+	if p := r.syncErr.Load(); p != nil {
+		// After a failed sync what the disk holds is unknown: the stop
+		// position stays -1, and the next Open settles the recording
+		// from what the files then hold, as after a crash.
+		if r.err == nil {
+			r.err = *p
+		}
+		cerr := errors.Join(closeFile(r.seg), r.idx.close())
+		r.seg = nil
+		return errors.Join(r.err, cerr)
+	}
 	if r.err != nil {
 		cerr := errors.Join(closeFile(r.seg), r.idx.close())
 		r.seg = nil

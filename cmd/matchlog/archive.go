@@ -462,10 +462,9 @@ func openArchive(f *archiveFlags) (*archive.Archive, error) {
 	if err != nil {
 		return nil, fmt.Errorf("no archive in %s: %w", f.dir, err)
 	}
-	opts := archive.Options{FileSyncLevel: 1, CatalogSyncLevel: 1, CatalogCapacity: max(st.Size(), archive.MinCatalogCapacity)}
-	if m, err := archive.ReadMarkFileIn(vfs.Default, f.dir); err == nil && m.ErrorBufferLength > 0 {
-		opts.MarkErrorBufferLength = m.ErrorBufferLength
-	}
+	// The archive's mark file is left as found: it may be real Aeron's.
+	opts := archive.Options{FileSyncLevel: 1, CatalogSyncLevel: 1, CatalogCapacity: max(st.Size(), archive.MinCatalogCapacity),
+		LeaveMarkFile: true}
 	if f.delay == 0 {
 		opts.DeleteDelay = -1
 	} else {

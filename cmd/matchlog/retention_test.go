@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -385,5 +386,34 @@ func TestRetentionUsage(t *testing.T) {
 		if code != 2 || !strings.Contains(errb, c.want) {
 			t.Errorf("%v: exit %d, stderr %q, want %q", c.args, code, errb, c.want)
 		}
+	}
+}
+
+// TestArchiveVerbsLeaveAeronMarkFile: a purge on real Aeron's archive
+// changes the catalog and segments only; Aeron's archive-mark.dat (its
+// channels, archive id and pid) stays byte for byte as Aeron wrote it.
+func TestArchiveVerbsLeaveAeronMarkFile(t *testing.T) {
+	m0 := copyThreeMember(t, "0")
+	mark := filepath.Join(m0, "archive", "archive-mark.dat")
+	before, err := os.ReadFile(mark)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustCLI(t, "archive", "purge", "--dir", filepath.Join(m0, "archive"), "--id", "0", "--position", "1048576", "--delay", "0")
+	after, err := os.ReadFile(mark)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(before, after) {
+		n := 0
+		for i := range min(len(before), len(after)) {
+			if before[i] != after[i] {
+				n++
+			}
+		}
+		t.Fatalf("archive purge changed Aeron's %s: %d of %d bytes differ (length %d -> %d)", mark, n, len(before), len(before), len(after))
+	}
+	if v := verdictCLI(t, m0, m0); v.Verdict != "normal-restart" || v.A != 1048576 {
+		t.Fatalf("after the purge to C: %+v", v)
 	}
 }
