@@ -247,3 +247,122 @@ func flipByte(t *testing.T, path string, off int64) {
 		t.Fatal(err)
 	}
 }
+
+// imageFile is the path of the first segment file of image recording id.
+func imageFile(t *testing.T, bdir string, id int64) string {
+	t.Helper()
+	names, err := os.ReadDir(filepath.Join(bdir, "archive"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range names {
+		if strings.HasPrefix(e.Name(), fmt.Sprintf("%d-", id)) && strings.HasSuffix(e.Name(), archive.SegmentSuffix) {
+			return filepath.Join(bdir, "archive", e.Name())
+		}
+	}
+	t.Fatalf("no segment of recording %d in %s", id, bdir)
+	return ""
+}
+
+func TestCreateCorruptImage(t *testing.T) {
+	dir, _ := stoppedNode(t, 2000, 1000)
+	for _, tc := range []struct {
+		name   string
+		exists bool // the backup directory exists, empty
+		pick   func(m *Manifest) int64
+		off    int64
+	}{
+		{"log-payload", false, func(m *Manifest) int64 { return m.LogRecordingID }, 100},
+		{"log-payload-existing-dir", true, func(m *Manifest) int64 { return m.LogRecordingID }, 3000},
+		{"engine-snapshot", false, func(m *Manifest) int64 { return m.SnapshotRecordingIDs[1] }, 400},
+		{"consensus-module-snapshot", false, func(m *Manifest) int64 { return m.SnapshotRecordingIDs[0] }, 50},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bdir := filepath.Join(t.TempDir(), "bk")
+			if tc.exists {
+				if err := os.Mkdir(bdir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			flipped := false
+			_, err := Create(Options{From: dir, To: bdir, beforeVerify: func(m *Manifest) error {
+				flipByte(t, imageFile(t, bdir, tc.pick(m)), tc.off)
+				flipped = true
+				return nil
+			}})
+			if !flipped || !errors.Is(err, ErrVerify) {
+				t.Fatalf("create of a damaged image: flipped %v, err %v", flipped, err)
+			}
+			t.Logf("refused: %v", err)
+			names, rerr := os.ReadDir(bdir)
+			switch {
+			case tc.exists && (rerr != nil || len(names) != 0):
+				t.Errorf("the backup directory is not left empty: %v %v", names, rerr)
+			case !tc.exists && !errors.Is(rerr, os.ErrNotExist):
+				t.Errorf("the backup directory made by the failed create is left: %v %v", names, rerr)
+			}
+			if _, err := ReadManifest(vfs.Default, bdir); !errors.Is(err, ErrNoManifest) {
+				t.Errorf("manifest after a failed create: %v", err)
+			}
+		})
+	}
+}
+
+// TestCreateRunning backs up a node while it runs under a bounded load:
+// the image verifies, and its state hash at B is the reference engine's
+// after the commands the source had applied up to B.
+func TestCreateRunning(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "node")
+	const total, first = 6000, 1000
+	cmds, hashes := commands(11, total)
+	nd := openNode(t, dir)
+	nd.submit(cmds[:first])
+	nd.snapshot()
+	var bdir string
+	var m *Manifest
+	var cerr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		bdir = filepath.Join(t.TempDir(), "bk")
+		m, cerr = Create(Options{From: dir, To: bdir})
+	}()
+	// The load: batches until the create is done or every command is in,
+	// whichever comes first; then the rest.
+	sent := first
+	running := true
+	for sent < total {
+		select {
+		case <-done:
+			running = false
+		default:
+		}
+		if !running {
+			break
+		}
+		k := min(sent+20, total)
+		nd.submit(cmds[sent:k])
+		sent = k
+	}
+	<-done
+	midway := sent < total
+	nd.submit(cmds[sent:])
+	nd.close()
+	if cerr != nil {
+		t.Fatalf("create from a running node: %v", cerr)
+	}
+	if !m.SourceRunning {
+		t.Errorf("the manifest does not say the source was running")
+	}
+	k := nd.appliedBy(m.B)
+	t.Logf("S %d, B %d: %d of %d commands in the image (create done while the load ran: %v)", m.S, m.B, k, total, midway)
+	if m.StateHash != hexHash(hashes[k]) {
+		t.Fatalf("image state hash at B = %d is %s; the reference after the %d commands the source applied by B: %s", m.B, m.StateHash, k, hexHash(hashes[k]))
+	}
+	if k <= first {
+		t.Logf("note: no command of the load is in the image")
+	}
+	if _, err := Drill(DrillOptions{Backup: bdir, WorkDir: filepath.Join(t.TempDir(), "restore")}); err != nil {
+		t.Fatalf("drill of the running node's image: %v", err)
+	}
+}

@@ -29,9 +29,9 @@ type Options struct {
 	// Now is the clock of the manifest and the liveness check (time.Now
 	// if nil).
 	Now func() time.Time
-	// afterLogCopy, in tests, runs after the log is copied and before the
-	// image is verified.
-	afterLogCopy func(logRecordingID int64) error
+	// beforeVerify, in tests, runs on the written image before it is
+	// verified.
+	beforeVerify func(m *Manifest) error
 }
 
 func (o *Options) defaults() {
@@ -196,18 +196,15 @@ func create(opts Options, src *source) (*Manifest, error) {
 			return nil, fmt.Errorf("backup: the source's log [%d, %d) changed between two reads: a writer was not done with it; run the backup again", src.S, src.B)
 		}
 	}
-	if opts.afterLogCopy != nil {
-		if err := opts.afterLogCopy(logID); err != nil {
-			return nil, err
-		}
-	}
+	sums := map[int64][]byte{logID: sum}
 	var snapIDs []int64
 	for _, d := range src.snaps {
-		id, _, err := copyRecording(fsys, from, d, d.StartPosition, d.StopPosition, fsys, adir)
+		id, sum, err := copyRecording(fsys, from, d, d.StartPosition, d.StopPosition, fsys, adir)
 		if err != nil {
 			return nil, err
 		}
 		snapIDs = append(snapIDs, id)
+		sums[id] = sum
 	}
 	if err := writeRecordingLog(fsys, cdir, src, logID, snapIDs); err != nil {
 		return nil, err
@@ -216,7 +213,12 @@ func create(opts Options, src *source) (*Manifest, error) {
 		Created: now.UTC().Format(time.RFC3339), CreatedMs: now.UnixMilli(), S: src.S, B: src.B, LeadershipTermID: src.termID,
 		SourceLogRecordingID: src.log.RecordingID, LogRecordingID: logID, SnapshotRecordingIDs: snapIDs,
 		TermLength: src.log.TermBufferLength, SegmentLength: src.log.SegmentFileLength, MTU: src.log.MTULength}
-	if err := verify(opts, m); err != nil {
+	if opts.beforeVerify != nil {
+		if err := opts.beforeVerify(m); err != nil {
+			return nil, err
+		}
+	}
+	if err := verify(opts, m, sums); err != nil {
 		return nil, err
 	}
 	if err := writeManifest(fsys, opts.To, m); err != nil {
@@ -275,16 +277,37 @@ func writeRecordingLog(fsys vfs.FS, cdir string, src *source, logID int64, snapI
 	return nil
 }
 
-// verify restores the image to a scratch directory, starts a node from it
-// and fills m's state hashes, files and bytes; the scratch directory is
-// removed.
-func verify(opts Options, m *Manifest) (err error) {
+// verify reads every recording of the image back and checks its frames
+// against the digest of what was read from the source (sums, by image
+// recording id), then restores the image to a scratch directory, starts a
+// node from it and fills m's state hashes, files and bytes; the scratch
+// directory is removed.
+func verify(opts Options, m *Manifest, sums map[int64][]byte) (err error) {
 	fsys := opts.FS
 	defer func() {
 		if rerr := removeTree(fsys, opts.Scratch); rerr != nil {
 			err = errors.Join(err, fmt.Errorf("backup: remove the verification directory %s: %w", opts.Scratch, rerr))
 		}
 	}()
+	adir := fsys.Join(opts.To, cluster.ArchiveDirName)
+	cat, err := archive.OpenCatalogFile(fsys, adir, archive.CatalogOptions{ReadOnly: true})
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrVerify, err)
+	}
+	defer cat.Close()
+	for _, id := range append([]int64{m.LogRecordingID}, m.SnapshotRecordingIDs...) {
+		d, err := cat.Descriptor(id)
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrVerify, err)
+		}
+		got, err := frameDigest(fsys, adir, d, d.StartPosition, d.StopPosition)
+		if err != nil {
+			return fmt.Errorf("%w: recording %d of the image does not read back: %w", ErrVerify, id, err)
+		}
+		if !bytes.Equal(got, sums[id]) {
+			return fmt.Errorf("%w: recording %d of the image [%d, %d) reads back different frames from those read in the source", ErrVerify, id, d.StartPosition, d.StopPosition)
+		}
+	}
 	es, err := enginesvc.ReadSnapshot(fsys, opts.To, m.S, true)
 	if err != nil {
 		return fmt.Errorf("%w: the snapshot at %d does not load strictly: %w", ErrVerify, m.S, err)
