@@ -24,8 +24,6 @@ type Options struct {
 	// Scratch is where the image is restored to be verified (new; removed
 	// afterwards). Default: To + ".verify" beside To.
 	Scratch string
-	// AppVersion is the engine's snapshot version (enginesvc.Options).
-	AppVersion int32
 	// Now is the clock of the manifest and the liveness check (time.Now
 	// if nil).
 	Now func() time.Time
@@ -316,7 +314,8 @@ func verify(opts Options, m *Manifest, sums map[int64][]byte) (err error) {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrVerify, err)
 	}
-	st, err := start(fsys, opts.Scratch, m, opts.AppVersion)
+	m.AppVersion = es.AppVersion
+	st, err := start(fsys, opts.Scratch, m)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrVerify, err)
 	}
@@ -338,7 +337,8 @@ type started struct {
 // start opens a node on the restored image dir (a strict snapshot load and
 // the replay of the log to its end), checks that it recovered the image's
 // snapshot and replayed to B, takes the engine's state hash and closes it.
-func start(fsys vfs.FS, dir string, m *Manifest, appVersion int32) (*started, error) {
+func start(fsys vfs.FS, dir string, m *Manifest) (*started, error) {
+	appVersion := m.AppVersion
 	svc := enginesvc.New(enginesvc.Options{AppVersion: appVersion})
 	t0 := time.Now()
 	n, err := cluster.Open(cluster.Options{FS: fsys, Dir: dir, Service: svc, TermLength: int(m.TermLength), MTU: int(m.MTU),

@@ -16,8 +16,6 @@ type DrillOptions struct {
 	// restored into (new or empty). Drill leaves the restored node there,
 	// stopped.
 	Backup, WorkDir string
-	// AppVersion is the engine's snapshot version (enginesvc.Options).
-	AppVersion int32
 	// Now is the clock of the drill record (time.Now if nil).
 	Now func() time.Time
 }
@@ -65,7 +63,7 @@ func Drill(opts DrillOptions) (*DrillRecord, error) {
 		if d.RestoreSeconds > 0 {
 			d.RestoreBytesPerSec = float64(total) / d.RestoreSeconds
 		}
-		st, err := start(fsys, opts.WorkDir, m, opts.AppVersion)
+		st, err := start(fsys, opts.WorkDir, m)
 		if err != nil {
 			return err.Error()
 		}

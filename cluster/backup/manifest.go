@@ -36,13 +36,13 @@ type Manifest struct {
 	Version int    `json:"version"`
 	Source  string `json:"source" doc:"the node directory the image was taken from"`
 	// SourceRunning: a node was running on the source while it was read.
-	SourceRunning bool   `json:"source_running"`
+	SourceRunning bool   `json:"source_running" doc:"a node ran on the source while it was read"`
 	Created       string `json:"created" doc:"RFC 3339, UTC"`
 	CreatedMs     int64  `json:"created_ms" doc:"epoch ms"`
 	// S is the log position of the snapshot set in the image; B the
 	// image's position, the end of its log.
-	S                int64 `json:"S"`
-	B                int64 `json:"B"`
+	S                int64 `json:"S" doc:"log position of the image's snapshot set"`
+	B                int64 `json:"B" doc:"the image's position: the end of its log"`
 	LeadershipTermID int64 `json:"leadership_term_id" doc:"of the snapshot set"`
 	// SourceLogRecordingID is the log recording read in the source;
 	// LogRecordingID its copy in the image.
@@ -54,9 +54,10 @@ type Manifest struct {
 	TermLength           int32   `json:"term_length"`
 	SegmentLength        int32   `json:"segment_length"`
 	MTU                  int32   `json:"mtu"`
+	AppVersion           int32   `json:"app_version" doc:"the engine snapshot's; a node started from the image uses it"`
 	// SnapshotStateHash is the engine snapshot's hash (at S), StateHash
 	// the engine's after the replay of the image's log (at B).
-	SnapshotStateHash string `json:"snapshot_state_hash"`
+	SnapshotStateHash string `json:"snapshot_state_hash" doc:"engine state hash at S"`
 	StateHash         string `json:"state_hash" doc:"engine state hash at B, 16 hex digits"`
 	ReplayedEntries   int64  `json:"replayed_entries" doc:"log entries the verification replayed from S to B"`
 	Files             []File `json:"files"`
@@ -64,7 +65,7 @@ type Manifest struct {
 	// Verified: the image was restored to a scratch directory, a node
 	// started from it (strict snapshot load, replay to B) and its state
 	// hash taken. A manifest is only written when this holds.
-	Verified bool `json:"verified"`
+	Verified bool `json:"verified" doc:"always true: a manifest is written only after the image verified"`
 }
 
 // DrillRecord is one line of the drill log (BDIR/drills.jsonl).
@@ -74,7 +75,7 @@ type DrillRecord struct {
 	OK     bool   `json:"ok"`
 	Why    string `json:"why,omitempty" doc:"why the drill failed"`
 	// WorkDir is where the image was restored.
-	WorkDir         string  `json:"work_dir"`
+	WorkDir         string  `json:"work_dir" doc:"where the image was restored"`
 	DurationSeconds float64 `json:"duration_seconds" doc:"restore, start and check, end to end"`
 	// RestoreBytes were copied in RestoreSeconds.
 	RestoreBytes       int64   `json:"restore_bytes"`
@@ -87,7 +88,7 @@ type DrillRecord struct {
 	ReplaySeconds         float64 `json:"replay_seconds"`
 	ReplayPositionsPerSec float64 `json:"replay_positions_per_sec" doc:"0 when not measured"`
 	StartSeconds          float64 `json:"start_seconds" doc:"the node's whole start: snapshot load and replay"`
-	B                     int64   `json:"B"`
+	B                     int64   `json:"B" doc:"the manifest's B, where the replay ends"`
 	StateHash             string  `json:"state_hash" doc:"what the started node had; empty when it did not start"`
 	ExpectedStateHash     string  `json:"expected_state_hash" doc:"the manifest's"`
 }
