@@ -158,44 +158,46 @@ var imageDirs = []string{"cluster", "archive"}
 
 // copyTree copies the files of the image directories of src into dst
 // (which must be new or empty), syncing each file and directory, and
-// returns each file with its size and SHA-256, sorted by path. It copies
+// returns each file with its size and SHA-256, sorted by path, the total
+// of the sizes and the bytes written (a sparse file's holes are not). It copies
 // bytes and never interprets them: a restore. When want is not nil, every
 // file must be there with its size and digest and no other file may be:
 // a difference fails the copy, naming the file.
-func copyTree(fsys vfs.FS, src, dst string, want []File) ([]File, int64, error) {
+func copyTree(fsys vfs.FS, src, dst string, want []File) ([]File, int64, int64, error) {
 	var out []File
-	var total int64
+	var total, written int64
 	for _, sub := range imageDirs {
 		names, err := fsys.List(fsys.Join(src, sub))
 		if errors.Is(err, vfs.ErrNotExist) {
 			continue
 		}
 		if err != nil {
-			return nil, 0, err
+			return nil, 0, 0, err
 		}
 		if err := fsys.MkdirAll(fsys.Join(dst, sub)); err != nil {
-			return nil, 0, err
+			return nil, 0, 0, err
 		}
 		for _, name := range names {
 			rel := sub + "/" + name
 			from, to := fsys.Join(src, sub, name), fsys.Join(dst, sub, name)
 			size, err := fsys.Stat(from)
 			if err != nil {
-				return nil, 0, fmt.Errorf("backup: %s: not a file of an image: %w", from, err)
+				return nil, 0, 0, fmt.Errorf("backup: %s: not a file of an image: %w", from, err)
 			}
-			sum, err := copyFile(fsys, from, to, size)
+			sum, n, err := copyFile(fsys, from, to, size)
 			if err != nil {
-				return nil, 0, err
+				return nil, 0, 0, err
 			}
+			written += n
 			out = append(out, File{Path: rel, Size: size, SHA256: sum})
 			total += size
 		}
 		if err := fsys.SyncDir(fsys.Join(dst, sub)); err != nil {
-			return nil, 0, err
+			return nil, 0, 0, err
 		}
 	}
 	if err := fsys.SyncDir(dst); err != nil {
-		return nil, 0, err
+		return nil, 0, 0, err
 	}
 	slices.SortFunc(out, func(a, b File) int {
 		if a.Path < b.Path {
@@ -208,10 +210,10 @@ func copyTree(fsys vfs.FS, src, dst string, want []File) ([]File, int64, error) 
 	})
 	if want != nil {
 		if err := compareFiles(out, want); err != nil {
-			return nil, 0, err
+			return nil, 0, 0, err
 		}
 	}
-	return out, total, nil
+	return out, total, written, nil
 }
 
 // compareFiles fails unless got and want list the same files with the
@@ -246,18 +248,18 @@ func compareFiles(got, want []File) error {
 // ErrImageChanged: the image's files are not those its manifest lists.
 var ErrImageChanged = errors.New("backup: the image differs from its manifest")
 
-func copyFile(fsys vfs.FS, from, to string, size int64) (string, error) {
+func copyFile(fsys vfs.FS, from, to string, size int64) (string, int64, error) {
 	in, err := fsys.Open(from)
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
 	defer in.Close()
 	out, err := fsys.Create(to)
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
 	h := sha256.New()
-	err = copyData(in, out, size, h)
+	n, err := copyData(in, out, size, h)
 	if err == nil {
 		err = out.Truncate(size)
 	}
@@ -268,14 +270,15 @@ func copyFile(fsys vfs.FS, from, to string, size int64) (string, error) {
 		err = cerr
 	}
 	if err != nil {
-		return "", fmt.Errorf("backup: copy %s to %s: %w", from, to, err)
+		return "", 0, fmt.Errorf("backup: copy %s to %s: %w", from, to, err)
 	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	return hex.EncodeToString(h.Sum(nil)), n, nil
 }
 
 var zeroChunk = make([]byte, copyChunk)
 
-func copyData(in, out vfs.File, size int64, h hash.Hash) error {
+func copyData(in, out vfs.File, size int64, h hash.Hash) (int64, error) {
+	var written int64
 	buf := make([]byte, copyChunk)
 	for off := int64(0); off < size; off += copyChunk {
 		b := buf[:min(copyChunk, size-off)]
@@ -283,17 +286,18 @@ func copyData(in, out vfs.File, size int64, h hash.Hash) error {
 			if err == nil || errors.Is(err, io.EOF) {
 				err = io.ErrUnexpectedEOF
 			}
-			return err
+			return written, err
 		}
 		h.Write(b)
 		if bytes.Equal(b, zeroChunk[:len(b)]) {
 			continue
 		}
 		if _, err := out.WriteAt(b, off); err != nil {
-			return err
+			return written, err
 		}
+		written += int64(len(b))
 	}
-	return nil
+	return written, nil
 }
 
 // removeTree removes dir and everything under it.

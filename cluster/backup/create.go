@@ -310,7 +310,7 @@ func verify(opts Options, m *Manifest, sums map[int64][]byte) (err error) {
 	if err != nil {
 		return fmt.Errorf("%w: the snapshot at %d does not load strictly: %w", ErrVerify, m.S, err)
 	}
-	files, total, err := copyTree(fsys, opts.To, opts.Scratch, nil)
+	files, total, _, err := copyTree(fsys, opts.To, opts.Scratch, nil)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrVerify, err)
 	}

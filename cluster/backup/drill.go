@@ -54,12 +54,12 @@ func Drill(opts DrillOptions) (*DrillRecord, error) {
 		if err := fsys.MkdirAll(opts.WorkDir); err != nil {
 			return err.Error()
 		}
-		_, total, err := copyTree(fsys, opts.Backup, opts.WorkDir, m.Files)
+		_, total, written, err := copyTree(fsys, opts.Backup, opts.WorkDir, m.Files)
 		d.RestoreSeconds = time.Since(began).Seconds()
 		if err != nil {
 			return fmt.Sprintf("restore: %v", err)
 		}
-		d.RestoreBytes = total
+		d.RestoreBytes, d.RestoreWrittenBytes = total, written
 		if d.RestoreSeconds > 0 {
 			d.RestoreBytesPerSec = float64(total) / d.RestoreSeconds
 		}

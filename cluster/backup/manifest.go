@@ -78,9 +78,10 @@ type DrillRecord struct {
 	WorkDir         string  `json:"work_dir" doc:"where the image was restored"`
 	DurationSeconds float64 `json:"duration_seconds" doc:"restore, start and check, end to end"`
 	// RestoreBytes were copied in RestoreSeconds.
-	RestoreBytes       int64   `json:"restore_bytes"`
-	RestoreSeconds     float64 `json:"restore_seconds"`
-	RestoreBytesPerSec float64 `json:"restore_bytes_per_sec" doc:"0 when not measured"`
+	RestoreBytes        int64   `json:"restore_bytes" doc:"the image's files' sizes"`
+	RestoreWrittenBytes int64   `json:"restore_written_bytes" doc:"what was written: a sparse segment's unwritten holes stay holes"`
+	RestoreSeconds      float64 `json:"restore_seconds"`
+	RestoreBytesPerSec  float64 `json:"restore_bytes_per_sec" doc:"0 when not measured"`
 	// ReplayedPositions (B - S) were replayed in ReplaySeconds, the
 	// node's replay of the log after the snapshot load.
 	ReplayedPositions     int64   `json:"replayed_positions"`
