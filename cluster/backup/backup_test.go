@@ -17,6 +17,7 @@ import (
 	"github.com/matchlog/matchlog/cluster/enginesvc"
 	"github.com/matchlog/matchlog/engine"
 	"github.com/matchlog/matchlog/engine/enginetest"
+	"github.com/matchlog/matchlog/internal/fixtures"
 	"github.com/matchlog/matchlog/internal/vfs"
 	"github.com/matchlog/matchlog/wire"
 )
@@ -367,5 +368,17 @@ func TestCreateRunning(t *testing.T) {
 	}
 	if _, err := Drill(DrillOptions{Backup: bdir, WorkDir: filepath.Join(t.TempDir(), "restore")}); err != nil {
 		t.Fatalf("drill of the running node's image: %v", err)
+	}
+}
+
+// A directory real Aeron wrote is refused before anything is written.
+func TestCreateRefusesAeronDirectory(t *testing.T) {
+	dir := fixtures.CopyAeronSingleNode(t)
+	bdir := filepath.Join(t.TempDir(), "bk")
+	if _, err := Create(Options{From: dir, To: bdir}); err == nil || !strings.Contains(err.Error(), "not a matchlog node") {
+		t.Fatalf("create from an Aeron directory: %v", err)
+	}
+	if _, err := os.Stat(bdir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the refused create made %s: %v", bdir, err)
 	}
 }

@@ -81,9 +81,13 @@ func Create(opts Options) (*Manifest, error) {
 			rerr = clearDir(fsys, opts.To)
 		}
 		if rerr != nil {
-			err = errors.Join(err, fmt.Errorf("backup: %s could not be emptied, remove it by hand (it has no manifest: no tool takes it for a backup): %w", opts.To, rerr))
+			return nil, errors.Join(err, fmt.Errorf("backup: %s could not be emptied, remove it by hand (it has no manifest: no tool takes it for a backup): %w", opts.To, rerr))
 		}
-		return nil, err
+		what := "emptied"
+		if created {
+			what = "removed"
+		}
+		return nil, fmt.Errorf("%w (no image was kept: %s was %s, no manifest written)", err, opts.To, what)
 	}
 	return m, nil
 }
@@ -110,6 +114,10 @@ func readSource(fsys vfs.FS, dir string, nowMs int64) (*source, error) {
 		s.running = true
 	}
 	cdir, adir := fsys.Join(dir, cluster.ClusterDirName), fsys.Join(dir, cluster.ArchiveDirName)
+	if mf, err := cluster.ReadMarkFile(fsys, cdir); err == nil && !mf.IsMatchlog() {
+		return nil, fmt.Errorf("backup: source %s: its %s was written by another program (service name %q), not a matchlog node: an image is started as a matchlog node, so only a matchlog node's directory is backed up; nothing was written",
+			dir, cluster.MarkFileName, mf.ServiceName)
+	}
 	rl, err := recordinglog.Open(fsys, cdir, recordinglog.Options{ReadOnly: true, Repair: true})
 	if err != nil {
 		return nil, fmt.Errorf("backup: source %s: %w", dir, err)
