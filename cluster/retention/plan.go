@@ -25,25 +25,28 @@ const DefaultMaxDrillAge = 7 * 24 * time.Hour
 
 // Refusal rules (JSON names, stable).
 const (
-	RefuseNoCompleteSet   = "no-complete-set-retained"
-	RefuseCutoffAfterS    = "cutoff-after-snapshot"
-	RefuseCutoffDropsKept = "cutoff-drops-kept-generation"
-	RefuseCutoffBeforeA   = "cutoff-before-start"
-	RefuseProtectedBehind = "protected-member-behind-cutoff"
-	RefuseModelBNoBackup  = "model-b-without-backup"
-	// Model B's drill rules: the backup was never drilled, its last drill
-	// failed, or its last drill is older than PlanOptions.MaxDrillAge;
-	// and the cutoff would remove the log after B that a member rebuilt
-	// from the image needs to catch up.
+	RefuseNoCompleteSet    = "no-complete-set-retained"
+	RefuseCutoffAfterS     = "cutoff-after-snapshot"
+	RefuseCutoffDropsKept  = "cutoff-drops-kept-generation"
+	RefuseCutoffBeforeA    = "cutoff-before-start"
+	RefuseProtectedBehind  = "protected-member-behind-cutoff"
+	RefuseModelBNoBackup   = "model-b-without-backup"
+	RefuseRecordingActive  = "recording-active"
+	RefuseMemberRunning    = "member-running"
+	RefuseFilesDisagree    = "catalog-recording-log-files-disagree"
+	RefuseCountsDisagree   = "counts-disagree"
+	RefuseUnknownWithdrawn = "unknown-member"
+)
+
+// Model B's drill rules (JSON names, stable): the backup was never
+// drilled, its last drill failed, or its last drill is older than
+// PlanOptions.MaxDrillAge; and the cutoff would remove the log after B
+// that a member rebuilt from the image needs to catch up.
+const (
 	RefuseModelBUntested      = "model-b-backup-untested"
 	RefuseModelBDrillFailed   = "model-b-drill-failed"
 	RefuseModelBDrillStale    = "model-b-drill-stale"
 	RefuseModelBBackupBehindC = "model-b-backup-behind-cutoff"
-	RefuseRecordingActive     = "recording-active"
-	RefuseMemberRunning       = "member-running"
-	RefuseFilesDisagree       = "catalog-recording-log-files-disagree"
-	RefuseCountsDisagree      = "counts-disagree"
-	RefuseUnknownWithdrawn    = "unknown-member"
 )
 
 // PlanOptions configure MakePlan.
