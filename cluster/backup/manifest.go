@@ -250,3 +250,22 @@ func readAll(fsys vfs.FS, p string) ([]byte, error) {
 	}
 	return b, nil
 }
+
+// CheckFiles checks, by their sizes only (a drill checks their digests),
+// that the image's files are all in dir as the manifest m lists them.
+func CheckFiles(fsys vfs.FS, dir string, m *Manifest) error {
+	var errs []error
+	for _, f := range m.Files {
+		size, err := fsys.Stat(fsys.Join(dir, f.Path))
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("%s: %w", f.Path, err))
+		case size != f.Size:
+			errs = append(errs, fmt.Errorf("%s has %d bytes, the manifest says %d", f.Path, size, f.Size))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%w: %w", ErrImageChanged, errors.Join(errs...))
+	}
+	return nil
+}

@@ -245,4 +245,11 @@ func TestModelBFromDirectories(t *testing.T) {
 	if got := rulesOf(mp); !slices.Equal(got, []string{RefuseModelBDrillFailed}) || mp.Manifest.LastDrill != d.Date || mp.Manifest.LastDrillFailed == "" {
 		t.Fatalf("after a failed drill: %v, manifest %+v", got, mp.Manifest)
 	}
+	// A file of the image gone: no B.
+	if err := os.Remove(p); err != nil {
+		t.Fatal(err)
+	}
+	if f := gather(bdir); f.B != -1 || !strings.Contains(f.BackupProblem, "recording.log") {
+		t.Fatalf("image without its recording.log: B %d, %q", f.B, f.BackupProblem)
+	}
 }

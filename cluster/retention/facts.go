@@ -252,13 +252,17 @@ func Gather(fsys vfs.FS, m Member, opts Options) (*Facts, error) {
 }
 
 // gatherBackup fills B and the drills from the backup directory dir: only
-// an image whose manifest says it verified counts.
+// an image whose manifest says it verified, with every file it lists there
+// at its size, counts.
 func gatherBackup(fsys vfs.FS, f *Facts, dir string) {
 	if dir == "" {
 		return
 	}
 	f.BackupDir = dir
 	m, err := backup.ReadManifest(fsys, dir)
+	if err == nil {
+		err = backup.CheckFiles(fsys, dir, m)
+	}
 	if err != nil {
 		f.BackupProblem = err.Error()
 		return
