@@ -51,8 +51,8 @@
 // with the manifest's. Each drill, passed or failed, appends its record to
 // drills.jsonl: date, duration, bytes restored and restore bytes/s, the
 // positions replayed and replay positions/s. The retention planner reads
-// the manifest (B) and the last drill (model B's refusals, the costs in
-// seconds).
+// the manifest (B; CheckFiles: every file there at its size) and the last
+// drill (model B's refusals, the costs in seconds).
 //
 // Create and Drill each run on one goroutine; two of them must not work on
 // the same backup directory at once.
