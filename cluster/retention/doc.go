@@ -21,7 +21,10 @@
 //     (stop −1), the end of its last whole frame.
 //   - L and H: from the live source's archive, its log recording's start and
 //     (unless a commit position is given) its stop.
-//   - B: the newest verified backup image; −1 (there are no backups yet).
+//   - B: the position of the verified backup image in the backup directory
+//     given (Options.Backup; package cluster/backup's manifest), −1 when
+//     none is given or it holds no verified image. Its drill log gives the
+//     last restore drill: model B's refusals, and the costs in seconds.
 //   - C: the greatest segment boundary ≤ S, never rounded up.
 //
 // −1 stands for a position that does not exist.
@@ -37,7 +40,8 @@
 // Gather reads the facts of one member; it only reads, through the archive's
 // and the recording log's APIs (archive.OpenCatalogFile read-only,
 // archive.Describe, recordinglog.Open read-only, cluster.CheckPlan,
-// cluster.CheckLive), through archive.RecordingReader (in readRecording) for the
+// cluster.CheckLive; backup.ReadManifest and backup.ReadDrills for the
+// backup), through archive.RecordingReader (in readRecording) for the
 // frames of a recording, and through enginesvc.ReadSnapshot for the strict
 // load of an engine snapshot. Decide (the verdict) and MakePlan are pure functions
 // of the gathered facts: they can be tested on tables and fuzzed without

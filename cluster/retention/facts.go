@@ -9,6 +9,7 @@ import (
 
 	"github.com/matchlog/matchlog/archive"
 	"github.com/matchlog/matchlog/cluster"
+	"github.com/matchlog/matchlog/cluster/backup"
 	"github.com/matchlog/matchlog/cluster/recordinglog"
 	"github.com/matchlog/matchlog/internal/vfs"
 )
@@ -42,6 +43,10 @@ type Options struct {
 	Commit int64
 	// NowMs is the time for the liveness check (epoch ms; 0: now).
 	NowMs int64
+	// Backup is the backup directory (cluster/backup): B is its verified
+	// image's position, and its drill log gives the last restore drill.
+	// "" for none.
+	Backup string
 }
 
 // SegmentFile is a segment file of a recording.
@@ -132,6 +137,20 @@ type Facts struct {
 	ClusterID    int32 `json:"cluster_id"`
 	// LiveGiven: a live source was given.
 	LiveGiven bool `json:"live_given"`
+	// BackupDir is the backup directory given ("" none); BackupProblem
+	// why it gives no B (no manifest, not verified, unreadable);
+	// BackupBytes the image's size (what a restore copies) and
+	// BackupCreated when it was made (RFC 3339).
+	BackupDir     string `json:"backup_dir,omitempty"`
+	BackupProblem string `json:"backup_problem,omitempty"`
+	BackupBytes   int64  `json:"backup_bytes"`
+	BackupCreated string `json:"backup_created,omitempty"`
+	// LastDrill is the newest record of the backup's drill log and
+	// LastGoodDrill the newest that passed (nil: none); DrillProblem why
+	// the drill log cannot be read.
+	LastDrill     *backup.DrillRecord `json:"last_drill,omitempty"`
+	LastGoodDrill *backup.DrillRecord `json:"last_good_drill,omitempty"`
+	DrillProblem  string              `json:"drill_problem,omitempty"`
 }
 
 // liveTimeout is how recent a mark file's activity must be for a live
@@ -166,6 +185,7 @@ func Gather(fsys vfs.FS, m Member, opts Options) (*Facts, error) {
 	if err := gatherLive(fsys, f, opts); err != nil {
 		return nil, err
 	}
+	gatherBackup(fsys, f, opts.Backup)
 	cdir, adir := fsys.Join(m.Dir, cluster.ClusterDirName), fsys.Join(m.Dir, cluster.ArchiveDirName)
 	rl, err := recordinglog.Open(fsys, cdir, recordinglog.Options{ReadOnly: true, Repair: true})
 	if errors.Is(err, vfs.ErrNotExist) {
@@ -229,6 +249,37 @@ func Gather(fsys vfs.FS, m Member, opts Options) (*Facts, error) {
 		}
 	}
 	return f, nil
+}
+
+// gatherBackup fills B and the drills from the backup directory dir: only
+// an image whose manifest says it verified, with every file it lists there
+// at its size, counts.
+func gatherBackup(fsys vfs.FS, f *Facts, dir string) {
+	if dir == "" {
+		return
+	}
+	f.BackupDir = dir
+	m, err := backup.ReadManifest(fsys, dir)
+	if err == nil {
+		err = backup.CheckFiles(fsys, dir, m)
+	}
+	if err != nil {
+		f.BackupProblem = err.Error()
+		return
+	}
+	f.B, f.BackupBytes, f.BackupCreated = m.B, m.Bytes, m.Created
+	drills, err := backup.ReadDrills(fsys, dir)
+	if err != nil {
+		f.DrillProblem = err.Error()
+		return
+	}
+	for i := range drills {
+		d := drills[i]
+		f.LastDrill = &d
+		if d.OK {
+			f.LastGoodDrill = &d
+		}
+	}
 }
 
 func files(segs []archive.SegmentFile) ([]SegmentFile, int64) {

@@ -3,6 +3,7 @@ package retention
 import (
 	"fmt"
 	"slices"
+	"time"
 )
 
 // Retention models (seeds/000).
@@ -18,6 +19,10 @@ const (
 // DefaultKeep is how many complete snapshot generations a plan keeps.
 const DefaultKeep = 2
 
+// DefaultMaxDrillAge is how old the last restore drill of the backup may
+// be under model B (PlanOptions.MaxDrillAge).
+const DefaultMaxDrillAge = 7 * 24 * time.Hour
+
 // Refusal rules (JSON names, stable).
 const (
 	RefuseNoCompleteSet    = "no-complete-set-retained"
@@ -31,6 +36,17 @@ const (
 	RefuseFilesDisagree    = "catalog-recording-log-files-disagree"
 	RefuseCountsDisagree   = "counts-disagree"
 	RefuseUnknownWithdrawn = "unknown-member"
+)
+
+// Model B's drill rules (JSON names, stable): the backup was never
+// drilled, its last drill failed, or its last drill is older than
+// PlanOptions.MaxDrillAge; and the cutoff would remove the log after B
+// that a member rebuilt from the image needs to catch up.
+const (
+	RefuseModelBUntested      = "model-b-backup-untested"
+	RefuseModelBDrillFailed   = "model-b-drill-failed"
+	RefuseModelBDrillStale    = "model-b-drill-stale"
+	RefuseModelBBackupBehindC = "model-b-backup-behind-cutoff"
 )
 
 // PlanOptions configure MakePlan.
@@ -49,6 +65,11 @@ type PlanOptions struct {
 	// Withdraw lists members whose promise of a normal restart is
 	// withdrawn: they are marked for rebuild and no longer protected.
 	Withdraw []int32
+	// MaxDrillAge is how old the backup's last drill may be under model B
+	// (default DefaultMaxDrillAge).
+	MaxDrillAge time.Duration
+	// NowMs is the time the drill's age is measured at (epoch ms; 0: now).
+	NowMs int64
 }
 
 // Refusal is one reason a plan is refused.
@@ -85,7 +106,9 @@ type Manifest struct {
 	WithdrawnMembers        []int32       `json:"withdrawn_members" doc:"marked for rebuild by --withdraw"`
 	BehindMembers           []int32       `json:"behind_members" doc:"members whose verdict is already not a normal restart: not protected"`
 	BackupPosition          int64         `json:"backup_position" doc:"-1: no backup"`
-	LastDrill               string        `json:"last_restore_drill" doc:"empty: none"`
+	LastDrill               string        `json:"last_restore_drill" doc:"date of the last restore drill that passed; empty: none"`
+	BackupDir               string        `json:"backup_dir" doc:"the --backup directory; empty: none given"`
+	LastDrillFailed         string        `json:"last_restore_drill_failed" doc:"when the newest drill failed: its date and why; else empty"`
 	Postponed               bool          `json:"postponed"`
 	Detach                  []SegmentFile `json:"detach" doc:"the segment files the purge would detach"`
 	DetachBytes             int64         `json:"detach_bytes"`
@@ -120,6 +143,13 @@ func MakePlan(members []*Facts, opts PlanOptions) Plan {
 	}
 	if opts.Keep <= 0 {
 		opts.Keep = DefaultKeep
+	}
+	if opts.MaxDrillAge <= 0 {
+		opts.MaxDrillAge = DefaultMaxDrillAge
+	}
+	now := opts.NowMs
+	if now == 0 {
+		now = time.Now().UnixMilli()
 	}
 	plan := Plan{Model: opts.Model, Keep: opts.Keep, Members: []MemberPlan{}}
 	verdicts := make([]Verdict, len(members))
@@ -194,9 +224,15 @@ func MakePlan(members []*Facts, opts PlanOptions) Plan {
 				refuse(RefuseCountsDisagree, "give the member's own id and service count (--member, --services)", "%s", c.Detail)
 			}
 		}
+		if f.LastGoodDrill != nil {
+			m.LastDrill = f.LastGoodDrill.Date
+		}
+		m.BackupDir = f.BackupDir
+		if d := f.LastDrill; d != nil && !d.OK {
+			m.LastDrillFailed = d.Date + ": " + d.Why
+		}
 		if opts.Model == ModelB {
-			refuse(RefuseModelBNoBackup, "use model A, or create and drill a backup first (backups are not implemented yet)",
-				"model B rebuilds members outside the window from a verified backup, and there is none (B = -1)")
+			modelB(f, opts, now, refuse)
 		}
 		var kept []Set
 		for _, s := range f.Sets {
@@ -246,6 +282,10 @@ func MakePlan(members []*Facts, opts PlanOptions) Plan {
 					"member %d (%s, P = %d) is promised a normal restart and sits before the cutoff %d", q.ID, verdicts[j].Verdict, q.P, C)
 			}
 		}
+		if opts.Model == ModelB && f.B >= 0 && C > f.A && C > f.B {
+			refuse(RefuseModelBBackupBehindC, fmt.Sprintf("create a newer backup (`matchlog backup create`), or ask for at most --cutoff %d", Boundary(f.B, f.SegmentLength)),
+				"the cutoff %d is after the backup's B = %d: a member rebuilt from the image could not catch up over [B, C)", C, f.B)
+		}
 		if m.Postponed {
 			C = -1
 		}
@@ -279,4 +319,37 @@ func MakePlan(members []*Facts, opts PlanOptions) Plan {
 		plan.Members = append(plan.Members, mp)
 	}
 	return plan
+}
+
+// modelB applies model B's backup rules to member f: a verified backup
+// image must be there, drilled, its last drill passed and no older than
+// opts.MaxDrillAge at now (epoch ms).
+func modelB(f *Facts, opts PlanOptions, now int64, refuse func(rule, fix, format string, args ...any)) {
+	const create = "create a backup of a healthy member (`matchlog backup create --from DIR --to BDIR`), drill it (`matchlog backup drill --backup BDIR`) and give it with --backup BDIR"
+	switch {
+	case f.BackupDir == "":
+		refuse(RefuseModelBNoBackup, create+"; or use model A",
+			"model B rebuilds members outside the window from a verified backup, and none was given (--backup; B = -1)")
+		return
+	case f.B < 0:
+		refuse(RefuseModelBNoBackup, create+"; or use model A",
+			"model B rebuilds members outside the window from a verified backup, and %s holds none (B = -1): %s", f.BackupDir, f.BackupProblem)
+		return
+	}
+	drill := fmt.Sprintf("`matchlog backup drill --backup %s`", f.BackupDir)
+	switch d := f.LastDrill; {
+	case f.DrillProblem != "":
+		refuse(RefuseModelBUntested, "repair or move aside the drill log, then drill again: "+drill,
+			"the drill log of %s cannot be read: %s", f.BackupDir, f.DrillProblem)
+	case d == nil:
+		refuse(RefuseModelBUntested, "drill it: "+drill,
+			"the backup in %s (B = %d) has never been restored in a drill: an untested backup is no backup", f.BackupDir, f.B)
+	case !d.OK:
+		refuse(RefuseModelBDrillFailed, "find why (the drill log says), create a new backup and drill it: "+drill,
+			"the last restore drill of %s (%s) failed: %s", f.BackupDir, d.Date, d.Why)
+	case now-d.UnixMs > opts.MaxDrillAge.Milliseconds():
+		refuse(RefuseModelBDrillStale, "drill it again: "+drill,
+			"the last restore drill of %s (%s) is %s old, more than --max-drill-age %s", f.BackupDir, d.Date,
+			time.Duration(now-d.UnixMs)*time.Millisecond, opts.MaxDrillAge)
+	}
 }

@@ -1,6 +1,10 @@
 package retention
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/matchlog/matchlog/cluster/backup"
+)
 
 // The verdicts of seeds/000, one per row of its table (the JSON names are
 // part of the CLI's stable output).
@@ -88,12 +92,19 @@ type Check struct {
 	Detail string `json:"detail"`
 }
 
-// Cost is the work of one recovery path, in bytes of log.
+// Cost is the work of one recovery path, in bytes of log and, where a
+// restore drill recorded throughputs, in seconds.
 type Cost struct {
 	Path  string `json:"path" doc:"local-replay (P-S), full-local-replay (P-A), catch-up (H-P), backup-tail (H-B)"`
 	Bytes int64  `json:"bytes" doc:"-1 when a position it needs does not exist"`
 	Valid bool   `json:"valid" doc:"the path can be taken"`
 	Why   string `json:"why,omitempty" doc:"why it cannot"`
+	// ImageBytes is what backup-tail restores before it replays (the
+	// backup image's size); 0 for the other paths.
+	ImageBytes int64 `json:"image_bytes" doc:"backup-tail: the image restored first; else 0"`
+	// Seconds is Bytes at the last passed drill's replay positions/s (for
+	// backup-tail, plus ImageBytes at its restore bytes/s).
+	Seconds float64 `json:"seconds" doc:"estimated from the last passed restore drill's throughputs; -1 when none recorded them or Bytes is -1"`
 }
 
 // Verdict is the restart-vs-rebuild verdict of a stopped member.
@@ -160,6 +171,7 @@ func Decide(f *Facts) (v Verdict) {
 			} else {
 				reason("no local state and no live source given: rebuild from a verified image")
 			}
+			reason("%s", imageReason(f, pos))
 		}
 		return v
 	}
@@ -283,6 +295,33 @@ func Decide(f *Facts) (v Verdict) {
 	return v
 }
 
+// imageReason names the backup a rebuild from an image would use, or why
+// there is none to use.
+func imageReason(f *Facts, p Positions) string {
+	switch {
+	case f.BackupDir == "":
+		return "no backup directory given (--backup): create one from a healthy member with `matchlog backup create`"
+	case p.B < 0:
+		return fmt.Sprintf("the backup directory %s holds no verified image: %s", f.BackupDir, f.BackupProblem)
+	}
+	drill := "never drilled"
+	if d := f.LastDrill; d != nil {
+		drill = "last drill " + d.Date + " passed"
+		if !d.OK {
+			drill = "last drill " + d.Date + " FAILED: " + d.Why
+		}
+	}
+	s := fmt.Sprintf("the verified backup image in %s (B = %d, %d bytes, created %s; %s): restore it with `matchlog backup drill --backup %s --work-dir MEMBER_DIR` (an empty member directory)",
+		f.BackupDir, p.B, f.BackupBytes, f.BackupCreated, drill, f.BackupDir)
+	switch {
+	case f.LiveGiven && p.L > p.B:
+		s += fmt.Sprintf("; but the live source retains its log from L = %d, after B: the image cannot catch up, a newer backup is needed", p.L)
+	case f.LiveGiven:
+		s += fmt.Sprintf(", then catch up from the live source over [B, H] = [%d, %d]", p.B, p.H)
+	}
+	return s
+}
+
 func suffix(s string) string {
 	if s == "" {
 		return ""
@@ -303,7 +342,21 @@ func costs(f *Facts, p Positions, verdict string, catchUp bool) []Cost {
 		{Path: "local-replay", Bytes: diff(p.P, p.S), Valid: p.S >= 0 && verdict == NormalRestart},
 		{Path: "full-local-replay", Bytes: diff(p.P, p.A), Valid: p.A == 0 && p.P >= 0 && local && len(f.MissingSegments) == 0},
 		{Path: "catch-up", Bytes: diff(p.H, p.P), Valid: catchUp && p.H >= 0},
-		{Path: "backup-tail", Bytes: diff(p.H, p.B), Valid: false, Why: "no verified backup image (backups do not exist yet)"},
+		{Path: "backup-tail", Bytes: diff(p.H, p.B), ImageBytes: f.BackupBytes},
+	}
+	switch bt := &out[3]; {
+	case p.B < 0 && f.BackupDir == "":
+		bt.Why = "no backup directory given (--backup)"
+	case p.B < 0:
+		bt.Why = "no verified backup image: " + f.BackupProblem
+	case !f.LiveGiven:
+		bt.Why = "no live source given (--live) to catch up from B"
+	case p.L > p.B:
+		bt.Why = fmt.Sprintf("the live source retains its log from L = %d, after B = %d", p.L, p.B)
+	case p.H < p.B:
+		bt.Why = fmt.Sprintf("H = %d is before B = %d", p.H, p.B)
+	default:
+		bt.Valid = true
 	}
 	if !out[0].Valid {
 		out[0].Why = "no usable snapshot set with its log"
@@ -324,5 +377,22 @@ func costs(f *Facts, p Positions, verdict string, catchUp bool) []Cost {
 			out[2].Why = fmt.Sprintf("starts at P = %d, before L = %d", p.P, p.L)
 		}
 	}
+	for i := range out {
+		out[i].Seconds = drillSeconds(f.LastGoodDrill, out[i].Bytes, out[i].ImageBytes)
+	}
 	return out
+}
+
+// drillSeconds is the time of replaying bytes of log (and restoring
+// image bytes first) at drill d's throughputs, -1 when d recorded none or
+// bytes is -1.
+func drillSeconds(d *backup.DrillRecord, bytes, image int64) float64 {
+	if d == nil || d.ReplayPositionsPerSec <= 0 || bytes < 0 || (image > 0 && d.RestoreBytesPerSec <= 0) {
+		return -1
+	}
+	s := float64(bytes) / d.ReplayPositionsPerSec
+	if image > 0 {
+		s += float64(image) / d.RestoreBytesPerSec
+	}
+	return s
 }

@@ -4,6 +4,9 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
+
+	"github.com/matchlog/matchlog/cluster/backup"
 )
 
 // set returns a complete set at pos (consensus module and one service),
@@ -75,7 +78,8 @@ func TestDecideTable(t *testing.T) {
 	}
 	// Costs: P-S, P-A, H-P, H-B.
 	v := Decide(live(facts(0, 400000, set(200000, false)), 0, 500000))
-	want := []Cost{{"local-replay", 200000, true, ""}, {"full-local-replay", 400000, true, ""}, {"catch-up", 100000, true, ""}}
+	want := []Cost{{Path: "local-replay", Bytes: 200000, Valid: true, Seconds: -1}, {Path: "full-local-replay", Bytes: 400000, Valid: true, Seconds: -1},
+		{Path: "catch-up", Bytes: 100000, Valid: true, Seconds: -1}}
 	if !slices.Equal(v.Costs[:3], want) || v.Costs[3].Valid || v.Costs[3].Bytes != -1 {
 		t.Errorf("costs %+v", v.Costs)
 	}
@@ -134,10 +138,31 @@ func FuzzPlan(f *testing.F) {
 		if r.IntN(4) == 0 {
 			opts.Withdraw = []int32{int32(r.IntN(n))}
 		}
+		// Model B: random backups and drills.
+		now := drillNow.UnixMilli()
+		if r.IntN(3) == 0 {
+			opts.Model, opts.NowMs = ModelB, now
+			for _, m := range members {
+				if r.IntN(4) > 0 {
+					age := time.Duration(r.IntN(10*24)) * time.Hour
+					var d *backup.DrillRecord
+					if r.IntN(4) > 0 {
+						d = drillAt(drillNow.Add(-age), r.IntN(4) > 0)
+					}
+					withBackup(m, r.Int64N(m.P+2)-1, d, d)
+				}
+			}
+		}
 		plan := MakePlan(members, opts)
 		for i, mp := range plan.Members {
 			f := members[i]
 			m := mp.Manifest
+			if mp.Approved && opts.Model == ModelB {
+				d := f.LastDrill
+				if f.B < 0 || d == nil || !d.OK || now-d.UnixMs > DefaultMaxDrillAge.Milliseconds() || (m.ProposedStart != f.A && m.ProposedStart > f.B) {
+					t.Fatalf("member %d: approved under model B with B %d, drill %+v, proposed start %d (A %d)", i, f.B, d, m.ProposedStart, f.A)
+				}
+			}
 			if !mp.Approved {
 				if len(mp.Refusals) == 0 {
 					t.Fatalf("member %d: not approved, no refusal", i)

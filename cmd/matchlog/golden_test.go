@@ -250,6 +250,9 @@ func TestGoldenHelp(t *testing.T) {
 	for _, name := range sortedKeys(keys(retentionCommands)) {
 		add("retention", name)
 	}
+	for _, name := range sortedKeys(keys(backupCommands)) {
+		add("backup", name)
+	}
 	for _, name := range []string{"engine", "snapshot", "archive", "cluster"} {
 		add("bench", name)
 	}

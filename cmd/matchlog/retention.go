@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/matchlog/matchlog/cluster/retention"
 	"github.com/matchlog/matchlog/internal/vfs"
@@ -22,19 +23,23 @@ cluster/ and archive/ of one member directory; ID=DIR names that directory),
 for matchlog's and real Aeron's directories alike. Every command only reads:
   positions  S (latest complete, proven-loadable snapshot set), A (log start),
              P (log end), L and H (the live source's log start and stop, or
-             --commit), B (backup: -1, there are no backups yet), C (greatest
-             segment boundary <= S), and every snapshot set with its
-             recordings, newest first
+             --commit), B (the position of the verified backup image in
+             --backup BDIR; -1 none), C (greatest segment boundary <= S), and
+             every snapshot set with its recordings, newest first
   verdict    the restart-vs-rebuild verdict of each member: normal-restart,
              rebuild, full-replay, rebuild-unless-rebased,
              invalidate-latest-snapshot, empty-disk-restart,
              rebuild-from-image; the checks behind it and the cost in bytes
-             of each path (P-S, P-A, H-P, H-B)
+             of each path (P-S, P-A, H-P, H-B), and in seconds at the
+             throughputs of the backup's last passed restore drill
   plan       the dry run of a purge: per member the cutoff keeping --keep
              complete generations (never past S, never past a member promised
              a normal restart), the segment files it would detach, the
              snapshot generations and orphaned recordings it would delete,
-             and each refusal by name; exit 1 when a member's plan is refused
+             and each refusal by name; exit 1 when a member's plan is refused.
+             Model B (--model B) also needs --backup BDIR: a verified image
+             (matchlog backup create) whose last drill (matchlog backup
+             drill) passed within --max-drill-age, and B >= the cutoff
 
 A purge that executes the plan ('retention purge') does not exist yet: use the
 plan's numbers with 'matchlog archive purge', which refuses past C by itself.
@@ -53,6 +58,8 @@ type retentionFlags struct {
 	postpone bool
 	withdraw idList
 	jsonOut  bool
+	backup   string
+	maxDrill time.Duration
 }
 
 // memberList is the repeated --member flag.
@@ -164,7 +171,9 @@ func runRetention(args []string, stdout, stderr io.Writer) error {
 	fs.Int64Var(&f.commit, "commit", -1, "H, the cluster's commit position (default: the live source's log stop)")
 	fs.IntVar(&f.services, "services", 1, "configured services per member")
 	fs.BoolVar(&f.jsonOut, "json", false, "print one JSON object instead of tables")
+	fs.StringVar(&f.backup, "backup", "", "backup directory (matchlog backup create): B is its verified image's position, its drill log gives the last restore drill (default: none, B = -1)")
 	if name == "plan" {
+		fs.DurationVar(&f.maxDrill, "max-drill-age", retention.DefaultMaxDrillAge, "model B: the oldest the backup's last passed restore drill may be")
 		fs.StringVar(&f.model, "model", retention.ModelA, "retention model: A (any member may restart normally) or B (members outside the window are rebuilt from a backup)")
 		fs.Int64Var(&f.cutoff, "cutoff", -1, "ask for this new start: rounded down to a segment boundary, refused when a rule forbids it")
 		fs.IntVar(&f.keep, "keep", retention.DefaultKeep, "complete snapshot generations to keep")
@@ -193,6 +202,13 @@ func runRetention(args []string, stdout, stderr io.Writer) error {
 		return bad("--cutoff must not be negative")
 	case flagGiven(fs, "commit") && f.commit < 0:
 		return bad("--commit must not be negative")
+	case name == "plan" && f.maxDrill <= 0:
+		return bad("--max-drill-age must be positive")
+	}
+	if f.backup != "" {
+		if st, err := os.Stat(f.backup); err != nil || !st.IsDir() {
+			return fmt.Errorf("--backup %s is not a directory: give the backup directory 'matchlog backup create --to' wrote", f.backup)
+		}
 	}
 	if f.live != "" {
 		if f.live, err = resolveDir(f.live, "archive", "archive.catalog"); err != nil {
@@ -201,7 +217,7 @@ func runRetention(args []string, stdout, stderr io.Writer) error {
 	}
 	var facts []*retention.Facts
 	for _, m := range f.members {
-		fa, err := retention.Gather(vfs.Default, m, retention.Options{Services: f.services, Live: f.live, Commit: f.commit})
+		fa, err := retention.Gather(vfs.Default, m, retention.Options{Services: f.services, Live: f.live, Commit: f.commit, Backup: f.backup})
 		if err != nil {
 			return err
 		}
@@ -267,6 +283,9 @@ func verdictText(b *strings.Builder, vs []retention.Verdict) {
 				}
 				return fmt.Sprintf("(%d, not possible)", c.Bytes)
 			}
+			if c.Seconds >= 0 {
+				return fmt.Sprintf("%d (%.3gs)", c.Bytes, c.Seconds)
+			}
 			return fmt.Sprint(c.Bytes)
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", v.ID, v.Verdict, cost(v.Costs[0]), cost(v.Costs[1]), cost(v.Costs[2]), cost(v.Costs[3]))
@@ -327,7 +346,7 @@ func retentionVerdict(f *retentionFlags, facts []*retention.Facts, stdout io.Wri
 }
 
 func retentionPlan(f *retentionFlags, facts []*retention.Facts, stdout io.Writer) error {
-	plan := retention.MakePlan(facts, retention.PlanOptions{Model: f.model, Keep: f.keep, Cutoff: f.cutoff, Postpone: f.postpone, Withdraw: f.withdraw})
+	plan := retention.MakePlan(facts, retention.PlanOptions{Model: f.model, Keep: f.keep, Cutoff: f.cutoff, Postpone: f.postpone, Withdraw: f.withdraw, MaxDrillAge: f.maxDrill})
 	refused := false
 	var members []planMemberJSON
 	for _, mp := range plan.Members {
@@ -361,8 +380,15 @@ func retentionPlan(f *retentionFlags, facts []*retention.Facts, stdout io.Writer
 			}
 			fmt.Fprintf(&b, "member %d (cluster %d): %s; log recording %d [%d, %d]: proposed start %d (C_member %d, C_live %d); retained sets %v\n",
 				m.MemberID, m.ClusterID, state, m.LogRecordingID, m.StartPosition, m.StopPosition, m.ProposedStart, m.CMember, m.CLive, m.RetainedSets)
-			fmt.Fprintf(&b, "  protected members %v (oldest P %d), behind %v, withdrawn %v; backup position %d, last restore drill: none\n",
-				m.ProtectedMembers, m.OldestProtectedPosition, m.BehindMembers, m.WithdrawnMembers, m.BackupPosition)
+			drill := m.LastDrill
+			if drill == "" {
+				drill = "none"
+			}
+			if m.LastDrillFailed != "" {
+				drill += "; newest drill FAILED " + m.LastDrillFailed
+			}
+			fmt.Fprintf(&b, "  protected members %v (oldest P %d), behind %v, withdrawn %v; backup position %d, last passed restore drill: %s\n",
+				m.ProtectedMembers, m.OldestProtectedPosition, m.BehindMembers, m.WithdrawnMembers, m.BackupPosition, drill)
 			if m.Postponed {
 				b.WriteString("  postponed: a protected member sits before the cutoff\n")
 			}

@@ -93,7 +93,12 @@ var rules = map[string]rule{
 	// retention reads positions through the archive, the recording log
 	// and the node's plan checks, and proves engine snapshots through
 	// enginesvc's strict offline reader; it writes nothing.
-	"cluster/retention": {ours: join([]string{"archive", "cluster", "cluster/recordinglog", "cluster/enginesvc"}, sbe, files)},
+	"cluster/retention": {ours: join([]string{"archive", "cluster", "cluster/recordinglog", "cluster/enginesvc", "cluster/backup"}, sbe, files)},
+	// backup reads a node only through the archive's and the recording
+	// log's read-only APIs and writes its image through their writing APIs
+	// (the archive's recorder over a log buffer); it verifies by starting a
+	// node with the engine service on a scratch copy.
+	"cluster/backup": {ours: join([]string{"archive", "cluster", "cluster/recordinglog", "cluster/enginesvc", "internal/logbuf"}, files)},
 
 	// wire: the engine's messages, shared by client and node.
 	"wire": {ours: join([]string{"engine"}, sbe)},
