@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/matchlog/matchlog/internal/vfs"
@@ -21,9 +22,9 @@ import (
 // What Open, Detach and Close of a stopped archive write is the catalog
 // (start position, a settled stop), the mark file, and segments Open
 // creates or extends with zeros (a missing or short stop segment, see
-// Open): Restore undoes exactly those. It cannot bring back a deleted or
-// overwritten segment: take the checkpoint's Restore only before
-// DeleteDetached or PurgeRecording ran.
+// Open): Restore undoes exactly those. It cannot bring back a renamed,
+// deleted or overwritten segment, and refuses to try when a file it
+// recorded is gone (DeleteDetached or PurgeRecording renamed it).
 type Checkpoint struct {
 	fs      vfs.FS
 	dir     string
@@ -91,13 +92,34 @@ func (c *Checkpoint) Backups() []string {
 	return out
 }
 
+// ErrCheckpointLost is returned by Restore, which then changes nothing,
+// when a file the checkpoint recorded is gone (renamed for deletion or
+// unlinked since): the directory can no longer be put back.
+var ErrCheckpointLost = errors.New("archive: a file of the checkpoint is gone: the directory cannot be put back")
+
 // Restore puts the directory back as NewCheckpoint found it: the copies
 // are renamed over the catalog and the mark file (and consumed), a mark
 // file that did not exist is removed, files created since are removed and
 // files grown since are cut back to their length. The archive must be
-// closed.
+// closed. When a recorded file is gone, or a copy, Restore changes nothing
+// and returns an error wrapping ErrCheckpointLost.
 func (c *Checkpoint) Restore() error {
 	fsys, dir := c.fs, c.dir
+	var lost []string
+	for name := range c.files {
+		if !fileExists(fsys, fsys.Join(dir, name)) {
+			lost = append(lost, name)
+		}
+	}
+	for _, name := range c.Backups() {
+		if !fileExists(fsys, fsys.Join(dir, name)) {
+			lost = append(lost, name)
+		}
+	}
+	if len(lost) > 0 {
+		slices.Sort(lost)
+		return fmt.Errorf("%w: %s", ErrCheckpointLost, strings.Join(lost, ", "))
+	}
 	var errs []error
 	if err := fsys.Rename(fsys.Join(dir, CatalogFileName+c.suffix), fsys.Join(dir, CatalogFileName)); err != nil {
 		errs = append(errs, fmt.Errorf("archive: put the catalog back: %w", err))
@@ -132,11 +154,6 @@ func (c *Checkpoint) Restore() error {
 			}
 		case size < was:
 			errs = append(errs, fmt.Errorf("archive: %s is %d bytes, %d at the checkpoint: the cut bytes were not kept", name, size, was))
-		}
-	}
-	for name := range c.files {
-		if !fileExists(fsys, fsys.Join(dir, name)) {
-			errs = append(errs, fmt.Errorf("archive: %s was removed since the checkpoint and was not kept", name))
 		}
 	}
 	if err := fsys.SyncDir(dir); err != nil {

@@ -216,7 +216,6 @@ type purgeJob struct {
 	suffix    string
 	rlBackup  string
 	ckpt      *archive.Checkpoint
-	deleting  bool // a file may have been renamed: no way back
 	hashStart uint64
 }
 
@@ -300,7 +299,17 @@ func (j *purgeJob) work() (bool, error) {
 			return true, nil // detached by an earlier run, not yet renamed
 		}
 	}
-	return false, nil
+	// Backups an interrupted purge left: it is finished (checked, and its
+	// backups removed).
+	left, err := archive.CheckpointBackups(j.fs, j.adir(), BackupMarker)
+	if err != nil || len(left) > 0 {
+		return len(left) > 0, err
+	}
+	cnames, err := j.fs.List(j.cdir())
+	if err != nil {
+		return false, err
+	}
+	return slices.ContainsFunc(cnames, func(n string) bool { return strings.HasPrefix(n, recordinglog.FileName+BackupMarker) }), nil
 }
 
 func (j *purgeJob) run() (err error) {
@@ -333,20 +342,22 @@ func (j *purgeJob) run() (err error) {
 	if err := j.backup(); err != nil {
 		return fmt.Errorf("back up (nothing changed): %w", err)
 	}
-	if err := j.detachAndValidate(); err != nil {
-		if j.deleting {
-			return err
-		}
-		if rerr := j.restore(); rerr != nil {
+	err = j.detachAndValidate()
+	if err == nil {
+		err = j.delete()
+	}
+	if err != nil {
+		// Put the directory back, unless a file is already renamed or
+		// unlinked (the checkpoint then refuses and changes nothing).
+		if rerr := j.restore(); errors.Is(rerr, archive.ErrCheckpointLost) {
+			return fmt.Errorf("%w (files are renamed or unlinked, it cannot be undone: the backups %v are kept)", err, j.out.Backups)
+		} else if rerr != nil {
 			return errors.Join(err, fmt.Errorf("the directory could not be put back as it was (backups kept: %v): %w", j.out.Backups, rerr))
 		}
 		j.out.Status = StatusRestored
-		j.step("restore", "the catalog, the mark file and recording.log were put back from the backups: the directory is as it was")
+		j.out.Backups = j.out.Backups[:0]
+		j.step("restore", "the catalog, the mark file and recording.log were put back from the backups, which are removed: the directory is as it was")
 		return fmt.Errorf("%w (the directory is as it was before the purge)", err)
-	}
-	j.deleting = true
-	if err := j.delete(); err != nil {
-		return fmt.Errorf("%w (files may be renamed: the backups %v are kept)", err, j.out.Backups)
 	}
 	if err := j.validate("check"); err != nil {
 		return fmt.Errorf("%w (after the deletion: the backups %v are kept)", err, j.out.Backups)
@@ -395,6 +406,9 @@ func (j *purgeJob) restore() error {
 		return nil
 	}
 	err := j.ckpt.Restore()
+	if errors.Is(err, archive.ErrCheckpointLost) {
+		return err // nothing was changed; every backup stays
+	}
 	// recording.log is never written by a purge; if it was changed
 	// anyway, its backup goes back.
 	if same, cerr := sameBytes(j.fs, j.rlBackup, j.fs.Join(j.cdir(), recordinglog.FileName)); cerr != nil || !same {
@@ -525,42 +539,47 @@ func (j *purgeJob) delete() (err error) {
 		// stopped, no reader holds them; they go first, so that the
 		// deletes below are not refused as in progress.
 		left := names(a.PendingDeletes())
-		if _, err := a.DrainDeletes(true); err != nil {
+		n, err := a.DrainDeletes(true)
+		j.out.Unlinked = append(j.out.Unlinked, left[:n]...)
+		if err != nil {
 			return err
 		}
-		j.out.Unlinked = append(j.out.Unlinked, left...)
 		j.step("unlink", "unlinked %d file(s) an earlier run renamed: %s", len(left), strings.Join(left, ", "))
 	}
-	before := len(a.PendingDeletes())
-	if _, err := a.DeleteDetached(j.f.LogRecordingID); err != nil {
-		return err
+	// rename runs one rename phase and records the files it renamed, also
+	// when it fails part way.
+	rename := func(fn func() (int, error)) ([]archive.PendingDelete, error) {
+		before := len(a.PendingDeletes())
+		_, err := fn()
+		renamed := a.PendingDeletes()[before:]
+		for _, p := range renamed {
+			j.out.Renamed = append(j.out.Renamed, FileBytes{p.Name, p.Size})
+		}
+		return renamed, err
 	}
-	renamed := a.PendingDeletes()[before:]
-	for _, p := range renamed {
-		j.out.Renamed = append(j.out.Renamed, FileBytes{p.Name, p.Size})
+	renamed, err := rename(func() (int, error) { return a.DeleteDetached(j.f.LogRecordingID) })
+	if err != nil {
+		return err
 	}
 	if len(renamed) > 0 {
 		j.step("delete", "log recording %d: renamed %s", j.f.LogRecordingID, fileList(renamed))
 	}
 	for _, id := range j.recs {
-		before := len(a.PendingDeletes())
-		if _, err := a.PurgeRecording(id); err != nil {
+		renamed, err := rename(func() (int, error) { return a.PurgeRecording(id) })
+		if err != nil {
 			return err
-		}
-		renamed := a.PendingDeletes()[before:]
-		for _, p := range renamed {
-			j.out.Renamed = append(j.out.Renamed, FileBytes{p.Name, p.Size})
 		}
 		j.out.DeletedRecordings = append(j.out.DeletedRecordings, id)
 		j.step("delete", "recording %d: catalog entry DELETED, renamed %s", id, fileList(renamed))
 	}
 	if j.opts.Delay == 0 {
 		pend := names(a.PendingDeletes())
-		if _, err := a.DrainDeletes(true); err != nil {
+		n, err := a.DrainDeletes(true)
+		j.out.Unlinked = append(j.out.Unlinked, pend[:n]...)
+		if err != nil {
 			return err
 		}
 		if len(pend) > 0 {
-			j.out.Unlinked = append(j.out.Unlinked, pend...)
 			j.step("unlink", "unlinked %d file(s) (--delay 0: no reader of a stopped member is in flight)", len(pend))
 		}
 	}
