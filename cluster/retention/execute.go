@@ -132,7 +132,7 @@ type MemberPurge struct {
 	DetachedFrom      int64       `json:"detached_from" doc:"log recording start before; -1 when nothing was detached"`
 	DetachedTo        int64       `json:"detached_to" doc:"log recording start after; -1 when nothing was detached"`
 	Validated         string      `json:"validated_verdict" doc:"the verdict recomputed on the detached directory"`
-	Renamed           []FileBytes `json:"renamed" doc:"segment files renamed to *.deleted"`
+	Renamed           []FileBytes `json:"renamed" doc:"segment files renamed to <name>.deleted (the names before the rename)"`
 	Unlinked          []string    `json:"unlinked" doc:"*.deleted files unlinked (--delay 0), those earlier runs left included"`
 	Pending           []string    `json:"pending_deletion" doc:"*.deleted files left for the archive's next open"`
 	DeletedRecordings []int64     `json:"deleted_recordings" doc:"snapshot (and orphaned) recordings purged: catalog entry DELETED, files renamed"`
@@ -525,10 +525,7 @@ func (j *purgeJob) delete() (err error) {
 			err = cerr
 		}
 		if j.opts.Delay > 0 {
-			j.out.Pending = j.out.Pending[:0]
-			for _, p := range pendingNames(j.fs, j.adir()) {
-				j.out.Pending = append(j.out.Pending, p)
-			}
+			j.out.Pending = append(j.out.Pending[:0], pendingNames(j.fs, j.adir())...)
 			if len(j.out.Pending) > 0 {
 				j.step("unlink", "left %d file(s) as *.deleted: the archive's next open (the node's next start) unlinks them after its delete delay", len(j.out.Pending))
 			}
@@ -553,7 +550,7 @@ func (j *purgeJob) delete() (err error) {
 		_, err := fn()
 		renamed := a.PendingDeletes()[before:]
 		for _, p := range renamed {
-			j.out.Renamed = append(j.out.Renamed, FileBytes{p.Name, p.Size})
+			j.out.Renamed = append(j.out.Renamed, FileBytes{strings.TrimSuffix(p.Name, archive.DeletedSuffix), p.Size})
 		}
 		return renamed, err
 	}
@@ -630,7 +627,7 @@ func fileList(ps []archive.PendingDelete) string {
 	}
 	var parts []string
 	for _, p := range ps {
-		parts = append(parts, fmt.Sprintf("%s (%d bytes)", p.Name, p.Size))
+		parts = append(parts, fmt.Sprintf("%s (%d bytes)", strings.TrimSuffix(p.Name, archive.DeletedSuffix), p.Size))
 	}
 	return strings.Join(parts, ", ") + " to *" + archive.DeletedSuffix
 }

@@ -268,7 +268,7 @@ func TestPurgeNativeNode(t *testing.T) {
 		renamed[f.Name] = f.Bytes
 	}
 	for _, f := range man.Detach {
-		if renamed[f.Name+archive.DeletedSuffix] != f.Size {
+		if renamed[f.Name] != f.Size {
 			t.Errorf("%s (%d bytes) not renamed: %v", f.Name, f.Size, out.Renamed)
 		}
 	}
@@ -343,7 +343,7 @@ func TestPurgeThreeMembersMember0(t *testing.T) {
 		out.Validated != NormalRestart || !slices.Equal(sorted(out.DeletedRecordings), []int64{1, 2}) {
 		t.Fatalf("purge %+v", out)
 	}
-	want := map[string]int64{"0-655360.rec.deleted": 131072, "1-0.rec.deleted": 131072, "2-0.rec.deleted": 131072}
+	want := map[string]int64{"0-655360.rec": 131072, "1-0.rec": 131072, "2-0.rec": 131072}
 	got := map[string]int64{}
 	for _, f := range out.Renamed {
 		got[f.Name] = f.Bytes

@@ -91,7 +91,8 @@ var rules = map[string]rule{
 	"cluster/enginesvc": {ours: join([]string{"cluster", "cluster/recordinglog", "engine", "snapshot", "wire"}, sbe, logBuffer, files)},
 	// retention reads positions through the archive, the recording log
 	// and the node's plan checks, and proves engine snapshots through
-	// enginesvc's strict offline reader; it writes nothing.
+	// enginesvc's strict offline reader; its purge writes only through
+	// the archive's API (and copies recording.log).
 	"cluster/retention": {ours: join([]string{"archive", "cluster", "cluster/recordinglog", "cluster/enginesvc"}, sbe, files)},
 
 	// wire: the engine's messages, shared by client and node.
