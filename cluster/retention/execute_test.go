@@ -528,8 +528,20 @@ func TestPurgeFaultSweep(t *testing.T) {
 		}
 	}
 
-	// Crashes: before the k-th write-kind operation, the state a crash
-	// could leave (a random share of the unsynced writes kept).
+	crashes := crashSweep(t, base, func(fsys vfs.FS) error {
+		_, err := Purge(fsys, []Member{m}, nodePurgeOptions(testEpochMs))
+		return err
+	}, finish)
+	t.Logf("%d crash points", crashes)
+}
+
+// crashSweep runs purge on a copy of base once per write-kind operation k
+// (0, 1, ...), crashing just before the k-th: the state a crash could
+// leave there (a random share of the unsynced writes kept) goes to finish,
+// and nothing more happens to the copy. It returns the number of crash
+// points (the k of the first run that reached its end).
+func crashSweep(t *testing.T, base *vfs.MemFS, purge func(vfs.FS) error, finish func(*vfs.MemFS, string)) int {
+	t.Helper()
 	crashes := 0
 	for k := int64(0); ; k++ {
 		fsys := base.CrashClone(vfs.CrashCloneConfig{UnsyncedDataPercent: 100})
@@ -548,7 +560,7 @@ func TestPurgeFaultSweep(t *testing.T) {
 			seen++
 			return nil
 		}})
-		_, err := Purge(inj, []Member{m}, nodePurgeOptions(testEpochMs))
+		err := purge(inj)
 		if crashed == nil {
 			if err != nil {
 				t.Fatalf("run without crash: %v", err)
@@ -558,10 +570,72 @@ func TestPurgeFaultSweep(t *testing.T) {
 		crashes++
 		finish(crashed, fmt.Sprintf("crash before write operation %d", k))
 	}
-	t.Logf("%d crash points", crashes)
 	if crashes < 10 {
 		t.Fatalf("only %d crash points", crashes)
 	}
+	return crashes
+}
+
+// memCopy copies the files of the directories subs of src (on disk) into
+// a new memory file system under dst, synced.
+func memCopy(t *testing.T, src, dst string, subs ...string) *vfs.MemFS {
+	t.Helper()
+	mem := vfs.NewMem()
+	for _, sub := range subs {
+		names, err := vfs.Default.List(filepath.Join(src, sub))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := mem.MkdirAll(dst + "/" + sub); err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range names {
+			b, err := readWhole(vfs.Default, filepath.Join(src, sub, n))
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := mem.Create(dst + "/" + sub + "/" + n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.WriteAt(b, 0); err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+		}
+	}
+	return mem.CrashClone(vfs.CrashCloneConfig{UnsyncedDataPercent: 100})
+}
+
+// The crash sweep on real Aeron files: a copy of three-members member 0
+// (its own live source) in memory, crashed before every write operation
+// of its purge; after each crash it gathers as a normal restart with its
+// recovery plan accepted, and a new purge completes it (A = C = 786,432,
+// recordings 1 and 2 deleted).
+func TestPurgeThreeMembersCrash(t *testing.T) {
+	if testing.Short() {
+		t.Skip("sweep")
+	}
+	src := filepath.Join(fixtures.AeronThreeMembers(t), "member-0")
+	base := memCopy(t, src, "m0", "cluster", "archive")
+	m := Member{ID: 0, Dir: "m0"}
+	gopts := Options{Services: 1, Live: "m0/archive", Commit: -1}
+	popts := func(ms int64) PurgeOptions {
+		return PurgeOptions{Gather: gopts, Plan: PlanOptions{Cutoff: -1}, Clock: fixedClock(ms)}
+	}
+	later := gopts
+	later.NowMs = testEpochMs + 3_600_000
+	n := crashSweep(t, base, func(fsys vfs.FS) error { _, err := Purge(fsys, []Member{m}, popts(testEpochMs)); return err },
+		func(fsys *vfs.MemFS, what string) {
+			checkRestartable(t, fsys, m, later, what)
+			res, err := Purge(fsys, []Member{m}, popts(later.NowMs))
+			if err != nil {
+				t.Fatalf("%s: the purge after it: %v\n%+v", what, err, res)
+			}
+			checkPurged(t, fsys, "m0", 786432, []int64{1, 2}, what+", purged again")
+			checkRestartable(t, fsys, m, later, what+", purged again")
+		})
+	t.Logf("%d crash points", n)
 }
 
 func (mp *MemberPurge) hasStep(name string) bool {
@@ -577,4 +651,60 @@ func mustGather(t *testing.T, fsys vfs.FS, m Member) *Facts {
 		t.Fatal(err)
 	}
 	return f
+}
+
+// Several members go one at a time, in order: members 0 and 1 of
+// three-members (member 0 the live source) are both purged; when member
+// 1's purge fails (its first write fails), member 0 is purged, member 1 is
+// as it was, and the purge after it completes member 1.
+func TestPurgeMembersInTurn(t *testing.T) {
+	src := fixtures.AeronThreeMembers(t)
+	mem := memCopy(t, filepath.Join(src, "member-0"), "m0", "cluster", "archive")
+	m1 := memCopy(t, filepath.Join(src, "member-1"), "m1", "cluster", "archive")
+	for _, sub := range []string{"cluster", "archive"} {
+		names, _ := m1.List("m1/" + sub)
+		mem.MkdirAll("m1/" + sub)
+		for _, n := range names {
+			b, _ := readWhole(m1, "m1/"+sub+"/"+n)
+			f, _ := mem.Create("m1/" + sub + "/" + n)
+			f.WriteAt(b, 0)
+			f.Close()
+		}
+	}
+	base := mem.CrashClone(vfs.CrashCloneConfig{UnsyncedDataPercent: 100})
+	members := []Member{{0, "m0"}, {1, "m1"}}
+	opts := PurgeOptions{Gather: Options{Services: 1, Live: "m0/archive", Commit: -1}, Plan: PlanOptions{Cutoff: -1}, Clock: fixedClock(testEpochMs)}
+
+	fsys := base.CrashClone(vfs.CrashCloneConfig{UnsyncedDataPercent: 100})
+	res, err := Purge(fsys, members, opts)
+	if err != nil || res.Members[0].Status != StatusPurged || res.Members[1].Status != StatusPurged {
+		t.Fatalf("purge: %v %+v", err, res)
+	}
+	for _, m := range members {
+		checkPurged(t, fsys, m.Dir, 786432, []int64{1, 2}, m.Dir)
+	}
+
+	fsys = base.CrashClone(vfs.CrashCloneConfig{UnsyncedDataPercent: 100})
+	want := digests(t, fsys, "m1")
+	failed := false
+	inj := vfs.NewInjector(fsys, 0, -1).Hook(vfs.Hook{Ops: vfs.WriteOps, Before: func(op vfs.Op, path string) error {
+		if !failed && len(path) > 3 && path[:3] == "m1/" {
+			failed = true
+			return vfs.ErrInjected
+		}
+		return nil
+	}})
+	res, err = Purge(inj, members, opts)
+	if !errors.Is(err, vfs.ErrInjected) || res.Members[0].Status != StatusPurged || res.Members[1].Status != StatusFailed {
+		t.Fatalf("purge with member 1 failing: %v %+v", err, res.Members)
+	}
+	checkPurged(t, fsys, "m0", 786432, []int64{1, 2}, "m0")
+	if d := diff(want, digests(t, fsys, "m1")); len(d) > 0 {
+		t.Fatalf("member 1 changed: %v", d)
+	}
+	res, err = Purge(fsys, members, opts)
+	if err != nil || res.Members[0].Status != StatusNothing || res.Members[1].Status != StatusPurged {
+		t.Fatalf("the purge after it: %v %+v", err, res.Members)
+	}
+	checkPurged(t, fsys, "m1", 786432, []int64{1, 2}, "m1")
 }
