@@ -59,7 +59,8 @@ import (
 // it is renamed, a recording's DELETED state before its files), and a new
 // Purge completes the work: the detached files are still below the start,
 // a DELETED recording's remaining files are renamed, files an earlier run
-// renamed are unlinked.
+// renamed are unlinked (with Delay 0, or when the archive would otherwise
+// refuse a delete of the same recording as in progress).
 //
 // recording.log is not changed: Aeron's RecordingLog keeps the entries of
 // snapshots whose recordings were purged (it invalidates entries only for
@@ -531,10 +532,12 @@ func (j *purgeJob) delete() (err error) {
 			}
 		}
 	}()
-	if len(a.PendingDeletes()) > 0 {
+	inProgress := a.DeleteInProgress(j.f.LogRecordingID) || slices.ContainsFunc(j.recs, a.DeleteInProgress)
+	if len(a.PendingDeletes()) > 0 && (j.opts.Delay == 0 || inProgress) {
 		// Files an earlier run (or a stopped node) renamed: the member is
-		// stopped, no reader holds them; they go first, so that the
-		// deletes below are not refused as in progress.
+		// stopped, no reader holds them. With --delay 0 they go too; with
+		// a delay only when a delete below must not be refused as in
+		// progress (the archive runs one delete per recording at a time).
 		left := names(a.PendingDeletes())
 		n, err := a.DrainDeletes(true)
 		j.out.Unlinked = append(j.out.Unlinked, left[:n]...)
