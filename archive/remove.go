@@ -451,7 +451,8 @@ func DeletedSegments(fsys vfs.FS, dir string) ([]SegmentFile, error) {
 
 // scheduleLeftovers schedules, on Open, the *.rec.deleted files a crash or
 // an earlier run left: each wholly below its recording's start (or of a
-// recording the catalog does not have) is unlinked DeleteDelay from now.
+// recording the catalog does not have, or has only DELETED) is unlinked
+// DeleteDelay from now.
 func (a *Archive) scheduleLeftovers() error {
 	files, err := DeletedSegments(a.fs, a.dir)
 	if err != nil {
@@ -474,20 +475,22 @@ func (a *Archive) scheduleLeftovers() error {
 
 // belowStart reports whether the segment at base of recording id lies wholly
 // below the start of its catalog entry (the VALID one, else the first), or
-// the catalog has no entry for id.
+// the catalog has no entry for id, or only a DELETED one (PurgeRecording).
 func (a *Archive) belowStart(entries []CatalogEntry, id, base int64) bool {
 	return segmentBelowStart(entries, id, base)
 }
 
 func segmentBelowStart(entries []CatalogEntry, id, base int64) bool {
 	var found *RecordingDescriptor
+	state := StateInvalid
 	for i := range entries {
 		e := &entries[i]
 		if e.Descriptor.RecordingID == id && (found == nil || e.State == StateValid) {
-			found = &e.Descriptor
+			found, state = &e.Descriptor, e.State
 		}
 	}
-	if found == nil {
+	if found == nil || state == StateDeleted {
+		// No entry, or a purged one (PurgeRecording): every file of it goes.
 		return true
 	}
 	if checkDescriptorGeometry(found) != nil {

@@ -45,8 +45,11 @@
 // frames of a recording, and through enginesvc.ReadSnapshot for the strict
 // load of an engine snapshot. Decide (the verdict) and MakePlan are pure functions
 // of the gathered facts: they can be tested on tables and fuzzed without
-// files. Nothing in this package writes; executing a plan belongs to later
-// work and goes through the archive's detach/delete API.
+// files. Only Purge (execute.go) writes: it carries out an approved plan
+// through the archive's API (archive.Open, Detach, DeleteDetached,
+// PurgeRecording, DrainDeletes, Checkpoint) and never opens an archive
+// file itself; its restart checks run the node on a copy-on-write view
+// (cow.go), so that they write nothing.
 //
 // # Invariants
 //
@@ -55,4 +58,9 @@
 // restart whose append position lies before C. A member that would fall
 // behind is never decided silently: the plan is refused until the caller
 // postpones or withdraws that member's promise.
+//
+// Purge changes a member only after every member's plan is approved, and
+// until a file is renamed any failure puts the directory back byte for
+// byte; after a crash the member restarts normally, and Purge run again
+// completes the work.
 package retention

@@ -300,12 +300,19 @@ func MakePlan(members []*Facts, opts PlanOptions) Plan {
 		}
 		for _, s := range f.Sets {
 			if s.LogPosition < oldest {
-				d := Deletion{LogPosition: s.LogPosition, Recordings: s.Recordings,
+				// Only what is still in the catalog: a generation a purge
+				// deleted keeps its recording.log entries (as Aeron's do)
+				// and is not proposed again.
+				recs := slices.DeleteFunc(slices.Clone(s.Recordings), func(r Recording) bool { return !r.Exists })
+				if len(recs) == 0 {
+					continue
+				}
+				d := Deletion{LogPosition: s.LogPosition, Recordings: recs,
 					Why: fmt.Sprintf("a generation older than every retained fallback (oldest kept: %d)", oldest)}
 				if !s.Complete {
 					d.Why = fmt.Sprintf("an incomplete set (no snapshot of service(s) %v) older than every retained fallback", s.MissingServices)
 				}
-				for _, r := range s.Recordings {
+				for _, r := range recs {
 					d.Bytes += r.Bytes
 				}
 				m.DeleteSnapshots = append(m.DeleteSnapshots, d)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -28,21 +29,29 @@ const (
 	aeronMember0Record = 7 // recordings 0..6 in member 0's catalog
 )
 
+// aeronPurgedRecordings: the oldest complete generation, which the plan
+// deletes (FACTS.md).
+var aeronPurgedRecordings = []int64{1, 2}
+
 // purgedAeronMember0 copies three-members/member-0 into a temp directory,
-// purges its log recording to aeronPurgeCutoff with `matchlog archive purge
-// --now` and returns the directory (holding cluster/ and archive/).
+// executes the retention plan on it with `matchlog retention purge --delay
+// 0` (member 0 its own live source; two generations kept: the log detached
+// to aeronPurgeCutoff, the oldest generation, recordings 1 and 2, purged)
+// and returns the directory (holding cluster/ and archive/).
 func purgedAeronMember0(t *testing.T) string {
 	t.Helper()
 	src := filepath.Join(fixtures.AeronThreeMembers(t), "member-0")
 	d := t.TempDir()
 	fixtures.CopyDirs(t, src, d, "cluster", "archive")
-	var r removalJSON
-	out := mustCLI(t, "archive", "purge", "--dir", d, "--id", "0", "--position", strconv.Itoa(aeronPurgeCutoff), "--now", "--json")
+	var r purgeOneJSON
+	out := mustCLI(t, "retention", "purge", "--json", "--delay", "0", "--member", "0="+d, "--live", archiveDir(d))
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("purge --json: %v\n%s", err, out)
 	}
-	if r.OldStart != aeronLogStart || r.NewStart != aeronPurgeCutoff || r.Unsafe != "" {
-		t.Fatalf("purge: %+v; want start %d -> %d, one file unlinked, no override", r, aeronLogStart, aeronPurgeCutoff)
+	p := r.Purge
+	if !r.Approved || p.Status != "purged" || p.DetachedFrom != aeronLogStart || p.DetachedTo != aeronPurgeCutoff ||
+		fmt.Sprint(sortedIDs(p.DeletedRecordings)) != fmt.Sprint(aeronPurgedRecordings) {
+		t.Fatalf("purge: %+v; want start %d -> %d, recordings %v deleted", r, aeronLogStart, aeronPurgeCutoff, aeronPurgedRecordings)
 	}
 	if fileExists(archiveDir(d), aeronDetachedFile) || fileExists(archiveDir(d), aeronDetachedFile+".deleted") {
 		t.Fatalf("purge left %s (or its .deleted) behind", aeronDetachedFile)
@@ -50,14 +59,20 @@ func purgedAeronMember0(t *testing.T) string {
 	return d
 }
 
+func sortedIDs(ids []int64) []int64 {
+	s := slices.Clone(ids)
+	slices.Sort(s)
+	return s
+}
+
 // descriptorRE finds a recording descriptor's id, start and stop in
 // ArchiveTool describe's output.
 var descriptorRE = regexp.MustCompile(`\|recordingId=(\d+)\|.*\|startPosition=(-?\d+)\|stopPosition=(-?\d+)\|`)
 
-// TestAeronToolsAcceptPurge: after `matchlog archive purge` to the safe
-// cutoff on a copy of real Aeron's member 0, real ArchiveTool sees the new
-// start and `verify -a` still verifies every recording (on a further copy:
-// verify may mark the catalog), and real ClusterTool's `recording-log` and
+// TestAeronToolsAcceptPurge: after `matchlog retention purge` on a copy of
+// real Aeron's member 0, real ArchiveTool sees the new start and `verify -a`
+// still verifies every recording but the purged generation, which it skips
+// as DELETED (on a further copy: verify may mark the catalog), and real ClusterTool's `recording-log` and
 // `describe` accept the cluster directory; ClusterTool's recording log
 // equals `matchlog cluster recording-log`'s on the same directory.
 func TestAeronToolsAcceptPurge(t *testing.T) {
@@ -82,8 +97,8 @@ func TestAeronToolsAcceptPurge(t *testing.T) {
 				t.Logf("ArchiveTool describe %s: %s", when, m[0])
 			}
 		}
-		if len(seen) != aeronMember0Record {
-			t.Errorf("ArchiveTool describe %s lists recordings %v, want 0..%d:\n%s", when, seen, aeronMember0Record-1, desc)
+		if len(seen) != aeronMember0Record-len(aeronPurgedRecordings) || seen[aeronPurgedRecordings[0]] || seen[aeronPurgedRecordings[1]] {
+			t.Errorf("ArchiveTool describe %s lists recordings %v, want 0..%d but the purged %v:\n%s", when, seen, aeronMember0Record-1, aeronPurgedRecordings, desc)
 		}
 	}
 	describe("after the purge")
@@ -100,6 +115,9 @@ func TestAeronToolsAcceptPurge(t *testing.T) {
 	want := make([]string, aeronMember0Record)
 	for i := range want {
 		want[i] = fmt.Sprintf("(recordingId=%d) OK", i)
+		if slices.Contains(aeronPurgedRecordings, int64(i)) {
+			want[i] = fmt.Sprintf("(recordingId=%d) skipping: DELETED", i)
+		}
 	}
 	if r.ExitCode != 0 || strings.Join(ok, "\n") != strings.Join(want, "\n") {
 		t.Errorf("ArchiveTool verify -a: exit %d, recordings\n%s\nwant exit 0 and\n%s\nstderr: %s", r.ExitCode, strings.Join(ok, "\n"), strings.Join(want, "\n"), r.Stderr)

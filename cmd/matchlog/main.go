@@ -32,7 +32,7 @@ func init() {
 		{"difftest", "difftest", "run the B-tree engine and the model side by side on a seeded random stream", runDifftest},
 		{"cluster", "cluster <cmd>", "Aeron ClusterTool-style: recording-log, recovery-plan, snapshot, invalidate-latest-snapshot, revalidate-snapshot, describe", runCluster},
 		{"archive", "archive <cmd>", "Aeron ArchiveTool-style: describe, verify, detach, delete, purge, replay", runArchive},
-		{"retention", "retention <cmd>", "restart-vs-rebuild: positions, verdict, plan (a dry-run purge) over stopped members; read-only", runRetention},
+		{"retention", "retention <cmd>", "restart-vs-rebuild: positions, verdict, plan (a dry-run purge) and purge (executes it) over stopped members", runRetention},
 		{"backup", "backup <cmd>", "backup images of a node: create (verified before it is declared good), drill (restore, start, check; recorded)", runBackup},
 		{"bench", "bench <what>", "measure: engine (mix, depth, heap, clone, restore), snapshot (take, restore), archive (recorder vs raw writes), cluster (client pause at a snapshot)", runBench},
 		{"node", "node", "run a node: TCP ingress/egress on 127.0.0.1, until SIGINT/SIGTERM", runNode},

@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/matchlog/matchlog/archive"
 	"github.com/matchlog/matchlog/cluster/retention"
 	"github.com/matchlog/matchlog/internal/vfs"
 )
@@ -20,7 +21,8 @@ const retentionUsage = `usage: matchlog retention <command> --member ID=CLUSTER_
 Commands, over stopped members (each --member: its id, its cluster directory
 holding recording.log and its archive directory holding archive.catalog, the
 cluster/ and archive/ of one member directory; ID=DIR names that directory),
-for matchlog's and real Aeron's directories alike. Every command only reads:
+for matchlog's and real Aeron's directories alike. Every command but purge
+only reads:
   positions  S (latest complete, proven-loadable snapshot set), A (log start),
              P (log end), L and H (the live source's log start and stop, or
              --commit), B (the position of the verified backup image in
@@ -40,9 +42,14 @@ for matchlog's and real Aeron's directories alike. Every command only reads:
              Model B (--model B) also needs --backup BDIR: a verified image
              (matchlog backup create) whose last drill (matchlog backup
              drill) passed within --max-drill-age, and B >= the cutoff
+  purge      executes the same plan (same flags, and --delay), one member at a
+             time, only when every member's plan is approved: back up
+             recording.log and the catalog, detach the log to the new start,
+             validate (verdict, recovery plan, and for a matchlog node a
+             restart's state hash), delete two-phase (*.deleted), check again,
+             remove the backups; a refusal or a failed validation leaves the
+             directories as they were; exit 1 when refused
 
-A purge that executes the plan ('retention purge') does not exist yet: use the
-plan's numbers with 'matchlog archive purge', which refuses past C by itself.
 Every command takes --json; its fields are listed by 'matchlog help retention
 <command>'.
 `
@@ -57,6 +64,7 @@ type retentionFlags struct {
 	keep     int
 	postpone bool
 	withdraw idList
+	delay    time.Duration
 	jsonOut  bool
 	backup   string
 	maxDrill time.Duration
@@ -150,10 +158,31 @@ type planOneJSON struct {
 	planMemberJSON
 }
 
+// purgeMemberJSON is one member's plan and purge (`retention purge --json`).
+type purgeMemberJSON struct {
+	planMemberJSON
+	Purge retention.MemberPurge `json:"purge" doc:"what was done, step by step"`
+}
+
+type purgeListJSON struct {
+	Model   string            `json:"model"`
+	Keep    int               `json:"keep"`
+	DelayMs int64             `json:"delay_ms" doc:"--delay: 0 unlinked the renamed files at once; otherwise they wait as *.deleted for the archive's next open"`
+	Members []purgeMemberJSON `json:"members" doc:"one object per member, in --member order (one member: its fields at the top level): the fields of a member of retention plan --json (verdict, reasons, checks, costs, S ... C, manifest, refusals, approved), and purge"`
+}
+
+type purgeOneJSON struct {
+	Model   string `json:"model"`
+	Keep    int    `json:"keep"`
+	DelayMs int64  `json:"delay_ms"`
+	purgeMemberJSON
+}
+
 var retentionCommands = map[string]any{
 	"positions": positionsListJSON{},
 	"verdict":   verdictListJSON{},
 	"plan":      planListJSON{},
+	"purge":     purgeListJSON{},
 }
 
 // errRefused is plan's exit status when a member's plan is refused.
@@ -172,13 +201,16 @@ func runRetention(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&f.services, "services", 1, "configured services per member")
 	fs.BoolVar(&f.jsonOut, "json", false, "print one JSON object instead of tables")
 	fs.StringVar(&f.backup, "backup", "", "backup directory (matchlog backup create): B is its verified image's position, its drill log gives the last restore drill (default: none, B = -1)")
-	if name == "plan" {
+	if name == "plan" || name == "purge" {
 		fs.DurationVar(&f.maxDrill, "max-drill-age", retention.DefaultMaxDrillAge, "model B: the oldest the backup's last passed restore drill may be")
 		fs.StringVar(&f.model, "model", retention.ModelA, "retention model: A (any member may restart normally) or B (members outside the window are rebuilt from a backup)")
 		fs.Int64Var(&f.cutoff, "cutoff", -1, "ask for this new start: rounded down to a segment boundary, refused when a rule forbids it")
 		fs.IntVar(&f.keep, "keep", retention.DefaultKeep, "complete snapshot generations to keep")
 		fs.BoolVar(&f.postpone, "postpone", false, "a protected member behind the cutoff postpones the purge instead of refusing it")
 		fs.Var(&f.withdraw, "withdraw", "member id whose normal restart is no longer promised (marked for rebuild); repeatable")
+	}
+	if name == "purge" {
+		fs.DurationVar(&f.delay, "delay", archive.DefaultDeleteDelay, "delay before unlinking; 0 unlinks at once (otherwise the *.deleted files wait for the archive's next open)")
 	}
 	fs.Usage = usageWithJSON(fs, fmt.Sprintf("usage: matchlog retention %s --member ID=CLUSTER_DIR,ARCHIVE_DIR [--member ...] [flags]\n\n", name), retentionCommands[name])
 	if err := parseFlags(fs, args[1:], stderr); err != nil {
@@ -194,10 +226,12 @@ func runRetention(args []string, stdout, stderr io.Writer) error {
 		return bad("--member is required")
 	case f.services < 1:
 		return bad("--services must be at least 1")
-	case name == "plan" && f.model != retention.ModelA && f.model != retention.ModelB:
+	case (name == "plan" || name == "purge") && f.model != retention.ModelA && f.model != retention.ModelB:
 		return bad("--model is A or B")
-	case name == "plan" && f.keep < 1:
+	case (name == "plan" || name == "purge") && f.keep < 1:
 		return bad("--keep must be at least 1")
+	case flagGiven(fs, "delay") && f.delay < 0:
+		return bad("--delay must not be negative")
 	case flagGiven(fs, "cutoff") && f.cutoff < 0:
 		return bad("--cutoff must not be negative")
 	case flagGiven(fs, "commit") && f.commit < 0:
@@ -214,6 +248,9 @@ func runRetention(args []string, stdout, stderr io.Writer) error {
 		if f.live, err = resolveDir(f.live, "archive", "archive.catalog"); err != nil {
 			return err
 		}
+	}
+	if name == "purge" {
+		return retentionPurge(f, stdout)
 	}
 	var facts []*retention.Facts
 	for _, m := range f.members {
@@ -362,59 +399,118 @@ func retentionPlan(f *retentionFlags, facts []*retention.Facts, stdout io.Writer
 		}
 	} else {
 		var b strings.Builder
-		var vs []retention.Verdict
-		var ps []retention.Positions
-		for _, mp := range plan.Members {
-			vs = append(vs, mp.Verdict)
-			ps = append(ps, mp.Positions)
-		}
-		positionsTable(&b, ps)
-		b.WriteByte('\n')
-		verdictText(&b, vs)
-		fmt.Fprintf(&b, "\nplan (dry run, nothing changed): model %s, keep %d generation(s)\n", plan.Model, plan.Keep)
-		for _, mp := range plan.Members {
-			m := mp.Manifest
-			state := "APPROVED"
-			if !mp.Approved {
-				state = "REFUSED"
-			}
-			fmt.Fprintf(&b, "member %d (cluster %d): %s; log recording %d [%d, %d]: proposed start %d (C_member %d, C_live %d); retained sets %v\n",
-				m.MemberID, m.ClusterID, state, m.LogRecordingID, m.StartPosition, m.StopPosition, m.ProposedStart, m.CMember, m.CLive, m.RetainedSets)
-			drill := m.LastDrill
-			if drill == "" {
-				drill = "none"
-			}
-			if m.LastDrillFailed != "" {
-				drill += "; newest drill FAILED " + m.LastDrillFailed
-			}
-			fmt.Fprintf(&b, "  protected members %v (oldest P %d), behind %v, withdrawn %v; backup position %d, last passed restore drill: %s\n",
-				m.ProtectedMembers, m.OldestProtectedPosition, m.BehindMembers, m.WithdrawnMembers, m.BackupPosition, drill)
-			if m.Postponed {
-				b.WriteString("  postponed: a protected member sits before the cutoff\n")
-			}
-			var files []string
-			for _, s := range m.Detach {
-				files = append(files, fmt.Sprintf("%s (%d)", s.Name, s.Size))
-			}
-			if len(files) == 0 {
-				files = []string{"none"}
-			}
-			fmt.Fprintf(&b, "  detach: %s; %d bytes\n", strings.Join(files, ", "), m.DetachBytes)
-			for _, d := range m.DeleteSnapshots {
-				var ids []string
-				for _, r := range d.Recordings {
-					ids = append(ids, fmt.Sprint(r.RecordingID))
-				}
-				fmt.Fprintf(&b, "  delete snapshot recordings %s (%d bytes), set at %d: %s\n", strings.Join(ids, ", "), d.Bytes, d.LogPosition, d.Why)
-			}
-			for _, r := range mp.Refusals {
-				fmt.Fprintf(&b, "  refused (%s): %s; fix: %s\n", r.Rule, r.Reason, r.Fix)
-			}
-		}
+		planText(&b, plan, "plan (dry run, nothing changed)")
 		_, err = io.WriteString(stdout, b.String())
 	}
 	if err == nil && refused {
 		err = errRefused
+	}
+	return err
+}
+
+// planText writes the positions, the verdicts and the plan of every
+// member, headed by title.
+func planText(b *strings.Builder, plan retention.Plan, title string) {
+	var vs []retention.Verdict
+	var ps []retention.Positions
+	for _, mp := range plan.Members {
+		vs = append(vs, mp.Verdict)
+		ps = append(ps, mp.Positions)
+	}
+	positionsTable(b, ps)
+	b.WriteByte('\n')
+	verdictText(b, vs)
+	fmt.Fprintf(b, "\n%s: model %s, keep %d generation(s)\n", title, plan.Model, plan.Keep)
+	for _, mp := range plan.Members {
+		m := mp.Manifest
+		state := "APPROVED"
+		if !mp.Approved {
+			state = "REFUSED"
+		}
+		fmt.Fprintf(b, "member %d (cluster %d): %s; log recording %d [%d, %d]: proposed start %d (C_member %d, C_live %d); retained sets %v\n",
+			m.MemberID, m.ClusterID, state, m.LogRecordingID, m.StartPosition, m.StopPosition, m.ProposedStart, m.CMember, m.CLive, m.RetainedSets)
+		drill := m.LastDrill
+		if drill == "" {
+			drill = "none"
+		}
+		if m.LastDrillFailed != "" {
+			drill += "; newest drill FAILED " + m.LastDrillFailed
+		}
+		fmt.Fprintf(b, "  protected members %v (oldest P %d), behind %v, withdrawn %v; backup position %d, last passed restore drill: %s\n",
+			m.ProtectedMembers, m.OldestProtectedPosition, m.BehindMembers, m.WithdrawnMembers, m.BackupPosition, drill)
+		if m.Postponed {
+			b.WriteString("  postponed: a protected member sits before the cutoff\n")
+		}
+		var files []string
+		for _, s := range m.Detach {
+			files = append(files, fmt.Sprintf("%s (%d)", s.Name, s.Size))
+		}
+		if len(files) == 0 {
+			files = []string{"none"}
+		}
+		fmt.Fprintf(b, "  detach: %s; %d bytes\n", strings.Join(files, ", "), m.DetachBytes)
+		for _, d := range m.DeleteSnapshots {
+			var ids []string
+			for _, r := range d.Recordings {
+				ids = append(ids, fmt.Sprint(r.RecordingID))
+			}
+			fmt.Fprintf(b, "  delete snapshot recordings %s (%d bytes), set at %d: %s\n", strings.Join(ids, ", "), d.Bytes, d.LogPosition, d.Why)
+		}
+		for _, r := range mp.Refusals {
+			fmt.Fprintf(b, "  refused (%s): %s; fix: %s\n", r.Rule, r.Reason, r.Fix)
+		}
+	}
+}
+
+func retentionPurge(f *retentionFlags, stdout io.Writer) error {
+	res, err := retention.Purge(vfs.Default, f.members, retention.PurgeOptions{
+		Gather: retention.Options{Services: f.services, Live: f.live, Commit: f.commit, Backup: f.backup},
+		Plan:   retention.PlanOptions{Model: f.model, Keep: f.keep, Cutoff: f.cutoff, Postpone: f.postpone, Withdraw: f.withdraw, MaxDrillAge: f.maxDrill},
+		Delay:  f.delay,
+	})
+	if res == nil {
+		return err
+	}
+	var members []purgeMemberJSON
+	for i, mp := range res.Plan.Members {
+		members = append(members, purgeMemberJSON{planMemberJSON{verdictOf(mp.Verdict), mp.Manifest, mp.Refusals, mp.Approved}, res.Members[i]})
+	}
+	var werr error
+	if f.jsonOut {
+		if len(members) == 1 {
+			werr = writeJSON(stdout, purgeOneJSON{res.Plan.Model, res.Plan.Keep, f.delay.Milliseconds(), members[0]})
+		} else {
+			werr = writeJSON(stdout, purgeListJSON{res.Plan.Model, res.Plan.Keep, f.delay.Milliseconds(), members})
+		}
+	} else {
+		var b strings.Builder
+		title := "purge"
+		if res.Refused {
+			title = "purge REFUSED (nothing changed)"
+		}
+		planText(&b, res.Plan, title)
+		if !res.Refused {
+			b.WriteByte('\n')
+			for _, m := range res.Members {
+				fmt.Fprintf(&b, "member %d (%s): %s\n", m.ID, m.Kind, m.Status)
+				if m.RestartNote != "" {
+					fmt.Fprintf(&b, "  note: %s\n", m.RestartNote)
+				}
+				for _, s := range m.Steps {
+					fmt.Fprintf(&b, "  %s: %s\n", s.Step, s.Detail)
+				}
+				if m.Error != "" {
+					fmt.Fprintf(&b, "  error: %s\n", m.Error)
+				}
+			}
+		}
+		_, werr = io.WriteString(stdout, b.String())
+	}
+	switch {
+	case errors.Is(err, retention.ErrPurgeRefused):
+		err = errRefused
+	case werr != nil && err == nil:
+		err = werr
 	}
 	return err
 }

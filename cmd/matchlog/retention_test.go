@@ -417,3 +417,46 @@ func TestArchiveVerbsLeaveAeronMarkFile(t *testing.T) {
 		t.Fatalf("after the purge to C: %+v", v)
 	}
 }
+
+// retention purge: on a copy of three-members member 0 (member 0 its own
+// live source) it executes the plan and says what it did; the verdict is
+// still a normal restart afterwards and a second purge has nothing to do.
+// A refused purge (a cutoff past S) exits 1, names the rule and changes
+// nothing. On a native node directory the restart check runs.
+func TestRetentionPurgeCLI(t *testing.T) {
+	m0 := copyThreeMember(t, "0")
+	live := filepath.Join(m0, "archive")
+	before := treeHashes(t, m0)
+	code, out, errb := runCLI(t, "retention", "purge", "--json", "--member", "0="+m0, "--live", live, "--cutoff", "1200000")
+	if code != 1 || !strings.Contains(out, `"rule": "cutoff-after-snapshot"`) || !strings.Contains(errb, "refused") {
+		t.Fatalf("refused purge: exit %d, stderr %q\n%s", code, errb, out)
+	}
+	sameTree(t, "a refused purge", before, treeHashes(t, m0))
+
+	var one purgeOneJSON
+	if err := json.Unmarshal([]byte(mustCLI(t, "retention", "purge", "--json", "--delay", "0", "--member", "0="+m0, "--live", live)), &one); err != nil {
+		t.Fatal(err)
+	}
+	p := one.Purge
+	if p.Status != "purged" || p.Kind != "aeron" || p.DetachedFrom != 655360 || p.DetachedTo != 786432 || p.Validated != "normal-restart" ||
+		len(p.Renamed) != 3 || len(p.Unlinked) != 3 || one.DelayMs != 0 || !one.Approved {
+		t.Fatalf("purge: %+v", one)
+	}
+	if v := verdictCLI(t, m0, m0); v.Verdict != "normal-restart" || v.A != 786432 {
+		t.Fatalf("after the purge: %+v", v)
+	}
+	if out := mustCLI(t, "retention", "purge", "--member", "0="+m0, "--live", live); !strings.Contains(out, "member 0 (aeron): nothing-to-do") {
+		t.Fatalf("second purge:\n%s", out)
+	}
+
+	native := copyNode(t, buildTwoSetDir(t))
+	out = mustCLI(t, "retention", "purge", "--keep", "1", "--member", "0="+native)
+	if !strings.Contains(out, "member 0 (matchlog-node): purged") || !strings.Contains(out, "hash-before: a restart") ||
+		!strings.Contains(out, "pending") && !strings.Contains(out, "left") {
+		t.Fatalf("native purge:\n%s", out)
+	}
+	deleted, err := archive.DeletedSegments(vfs.Default, filepath.Join(native, "archive"))
+	if err != nil || len(deleted) == 0 {
+		t.Fatalf("--delay 60s leaves the renamed files for the next open: %v %v", deleted, err)
+	}
+}

@@ -91,8 +91,10 @@ var rules = map[string]rule{
 	// enginesvc is the one place that joins the engine and the node.
 	"cluster/enginesvc": {ours: join([]string{"cluster", "cluster/recordinglog", "engine", "snapshot", "wire"}, sbe, logBuffer, files)},
 	// retention reads positions through the archive, the recording log
-	// and the node's plan checks, and proves engine snapshots through
-	// enginesvc's strict offline reader; it writes nothing.
+	// and the node's plan checks, proves engine snapshots through
+	// enginesvc's strict offline reader and reads backups through
+	// cluster/backup; its purge writes only through the archive's API
+	// (and copies recording.log).
 	"cluster/retention": {ours: join([]string{"archive", "cluster", "cluster/recordinglog", "cluster/enginesvc", "cluster/backup"}, sbe, files)},
 	// backup reads a node only through the archive's and the recording
 	// log's read-only APIs and writes its image through their writing APIs
