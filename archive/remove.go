@@ -474,9 +474,24 @@ func (a *Archive) scheduleLeftovers() error {
 
 // belowStart reports whether the segment at base of recording id lies wholly
 // below the start of its catalog entry (the VALID one, else the first), or
-// the catalog has no entry for id.
+// the catalog has no entry for id, or only DELETED ones (DeleteRecording).
 func (a *Archive) belowStart(entries []CatalogEntry, id, base int64) bool {
 	return segmentBelowStart(entries, id, base)
+}
+
+// entryDeleted reports whether the catalog's entries of id are all DELETED
+// (DeleteRecording): none holds data a reader could use.
+func entryDeleted(entries []CatalogEntry, id int64) bool {
+	seen := false
+	for i := range entries {
+		if entries[i].Descriptor.RecordingID == id {
+			if entries[i].State != StateDeleted {
+				return false
+			}
+			seen = true
+		}
+	}
+	return seen
 }
 
 func segmentBelowStart(entries []CatalogEntry, id, base int64) bool {
@@ -487,7 +502,7 @@ func segmentBelowStart(entries []CatalogEntry, id, base int64) bool {
 			found = &e.Descriptor
 		}
 	}
-	if found == nil {
+	if found == nil || entryDeleted(entries, id) {
 		return true
 	}
 	if checkDescriptorGeometry(found) != nil {
