@@ -314,8 +314,9 @@ func (n *Node) initRetention() error {
 // one piece of work: a step of the last check's approved work (each holds
 // at most the syncs of one catalog or recording.log change), else one
 // unlink of a file whose delete delay has passed; and a check when one is
-// due and no step is left. It allocates nothing unless a check runs.
-func (n *Node) retentionTick(nowMs int64) (int, error) {
+// due and no step is left. It allocates nothing unless a check runs. A
+// failure is logged and counted (Stats.RetentionErrors), never the node's.
+func (n *Node) retentionTick(nowMs int64) int {
 	r := n.ret
 	work := 0
 	switch {
@@ -339,19 +340,20 @@ func (n *Node) retentionTick(nowMs int64) (int, error) {
 	}
 	n.stats.RetentionPendingUnlinks = int64(r.pending)
 	if len(r.steps) > 0 {
-		return work, nil
+		return work
 	}
 	pos := n.pub.Position()
 	due := nowMs-r.lastMs >= r.interval || nowMs < r.lastMs || n.stats.Snapshots != r.snaps ||
 		((r.opts.MaxBytes > 0 || r.opts.MinFreeBytes > 0) && pos >= r.nextPos)
 	if !due {
-		return work, nil
+		return work
 	}
 	r.lastMs, r.snaps, r.stepErr = nowMs, n.stats.Snapshots, false
 	if err := n.retentionCheck(); err != nil {
-		return work, err
+		// Retention never stops the node: the next check tries again.
+		n.retentionFailed("retention check failed", err)
 	}
-	return work + 1, nil
+	return work + 1
 }
 
 // generation is one snapshot set of recording.log: its entries (valid or

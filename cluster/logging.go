@@ -43,7 +43,8 @@ import (
 //	                             active-segment, validation, archive), detail
 //	"retention deleted snapshot"   Info  snapshot_position, term, entries_invalidated, recordings, why
 //	"retention deleted recording"  Info  recording, snapshot_position (-1 orphan), files, oldest_kept, why
-//	"retention delete failed", "retention unlink failed"  Warn  error (retried by a later check)
+//	"retention check failed", "retention delete failed", "retention unlink failed"
+//	                      Warn   error (retried by a later check; retention never stops the node)
 //	"retention validation failed after detach"  Error  recording, start, previous_start, error, fix
 //
 // Records are built only at these events; the duty cycle's steady state

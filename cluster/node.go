@@ -747,13 +747,9 @@ func (n *Node) doWork() (int, error) {
 	t5 := time.Now()
 	n.split.Snapshot += t5.Sub(t4)
 	if n.ret != nil {
-		w, err := n.retentionTick(n.opts.EpochClock())
+		work += n.retentionTick(n.opts.EpochClock())
 		n.split.Retention = time.Since(t5)
 		n.stats.MaxRetentionWork = max(n.stats.MaxRetentionWork, n.split.Retention)
-		if err != nil {
-			return work, err
-		}
-		work += w
 	}
 	// Work is what was sequenced, recorded, released or completed.
 	return work + int(n.stats.Snapshots+n.stats.Released+n.rec.blocks-before), nil
