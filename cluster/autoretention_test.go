@@ -52,8 +52,13 @@ type retNode struct {
 
 func openRetNode(t testing.TB, dir string, opts cluster.Options) *retNode {
 	t.Helper()
+	return openRetNodeFS(t, dir, opts, vfs.Default)
+}
+
+func openRetNodeFS(t testing.TB, dir string, opts cluster.Options, fsys vfs.FS) *retNode {
+	t.Helper()
 	svc := enginesvc.New(enginesvc.Options{})
-	opts.FS, opts.Dir, opts.Service = vfs.Default, dir, svc
+	opts.FS, opts.Dir, opts.Service = fsys, dir, svc
 	opts.TermLength, opts.SegmentLength = retSeg, retSeg
 	n, err := cluster.Open(opts)
 	if err != nil {
@@ -321,5 +326,59 @@ func TestApproveCutoff(t *testing.T) {
 			d.Cutoff <= archive.SegmentFileBasePosition(start, start, term, seg) || d.Cutoff > x.Proposed {
 			t.Fatalf("%+v approved %+v", x, d)
 		}
+	}
+}
+
+// freeFS reports a chosen free space (archive.FreeSpaceFS).
+type freeFS struct {
+	vfs.FS
+	free func() uint64
+}
+
+func (f freeFS) FreeBytes(string) (uint64, error) { return f.free(), nil }
+
+// TestRetentionRules: the age rule (segments whose newest entry is older
+// than MaxAge in cluster time) and the free-disk rule (the archive's file
+// system reports less free than MinFreeBytes) each propose cutoffs that
+// are approved and executed, and the node restarts to the same state.
+func TestRetentionRules(t *testing.T) {
+	for _, rule := range []cluster.RetentionRule{cluster.RuleAge, cluster.RuleFreeDisk} {
+		t.Run(rule.String(), func(t *testing.T) {
+			dir := t.TempDir()
+			var now int64 = 1_700_000_000_000_000_000
+			ro := cluster.RetentionOptions{CheckInterval: 10 * time.Millisecond, DeleteDelay: -1}
+			opts := cluster.Options{SnapshotEveryBytes: 128 << 10, Clock: func() int64 { return now }}
+			if rule == cluster.RuleAge {
+				ro.MaxAge = 30 * time.Second
+			} else {
+				ro.MinFreeBytes = 1 << 40 // never met: every segment C allows is proposed
+			}
+			if retentionOff() {
+				ro = cluster.RetentionOptions{}
+			}
+			opts.Retention = ro
+			r := openRetNodeFS(t, dir, opts, freeFS{FS: vfs.Default, free: func() uint64 { return 1 << 30 }})
+			for range 40 {
+				r.batch(200)
+				now += int64(10 * time.Second)
+			}
+			st := r.n.Stats()
+			if st.RetentionProposed[rule] == 0 || st.RetentionApproved == 0 || st.ArchiveStart == 0 {
+				t.Fatalf("proposed %v approved %d archive start %d", st.RetentionProposed, st.RetentionApproved, st.ArchiveStart)
+			}
+			hash := r.svc.Engine().StateHash()
+			if err := r.n.Close(); err != nil {
+				t.Fatal(err)
+			}
+			svc := enginesvc.New(enginesvc.Options{})
+			n, err := cluster.Open(cluster.Options{FS: vfs.Default, Dir: dir, Service: svc})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer n.Close()
+			if got := svc.Engine().StateHash(); got != hash {
+				t.Fatalf("restart: state hash %x, want %x", got, hash)
+			}
+		})
 	}
 }
