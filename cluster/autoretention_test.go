@@ -3,10 +3,12 @@ package cluster_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -133,8 +135,10 @@ func (r *retNode) drain() {
 func budgetRun(t *testing.T, ro cluster.RetentionOptions, orders int) (int64, cluster.Stats, string) {
 	dir := t.TempDir()
 	var logBuf bytes.Buffer
-	r := openRetNode(t, dir, cluster.Options{SnapshotEveryBytes: 256 << 10, Retention: ro,
+	cycles := &durations{}
+	r := openRetNode(t, dir, cluster.Options{SnapshotEveryBytes: 256 << 10, Retention: ro, DutyCycle: cycles,
 		Logger: slog.New(slog.NewJSONHandler(&logBuf, nil))})
+	defer func() { t.Logf("duty cycles that did work (retention %v): %s", ro.Enabled(), cycles) }()
 	var maxBytes int64
 	for sent := 0; sent < orders; sent += 200 {
 		r.batch(200)
@@ -381,4 +385,19 @@ func TestRetentionRules(t *testing.T) {
 			}
 		})
 	}
+}
+
+// durations collects the duty cycle's durations (cluster.Observer).
+type durations struct{ d []float64 }
+
+func (c *durations) Observe(v float64) { c.d = append(c.d, v) }
+
+func (c *durations) String() string {
+	if len(c.d) == 0 {
+		return "none"
+	}
+	s := slices.Clone(c.d)
+	slices.Sort(s)
+	q := func(p float64) time.Duration { return time.Duration(s[min(len(s)-1, int(p*float64(len(s))))] * 1e9) }
+	return fmt.Sprintf("%d, median %v, p99 %v, p99.9 %v, max %v", len(s), q(0.5), q(0.99), q(0.999), q(1))
 }
