@@ -19,9 +19,11 @@ var ErrRecordingInUse = errors.New("archive: the recording is being recorded or 
 // sidecar index goes at once (it holds no recorded data). It returns the
 // number of segment files renamed. A recording being recorded or replayed
 // is refused (ErrRecordingInUse), and so is one whose files already wait to
-// be unlinked (ErrDeleteInProgress). After a crash, Open schedules the
-// renamed files again: a file of a recording with no VALID catalog entry is
-// below no start a reader could use.
+// be unlinked (ErrDeleteInProgress) and one marked INVALID. After a crash,
+// Open schedules the renamed files again: a file of a recording with no
+// VALID catalog entry is below no start a reader could use; and a crash
+// between the catalog change and the renames leaves a DELETED recording
+// with files, which DeleteRecording called again renames.
 func (a *Archive) DeleteRecording(id int64) (int, error) {
 	if err := a.check(); err != nil {
 		return 0, err
@@ -39,8 +41,12 @@ func (a *Archive) DeleteRecording(id int64) (int, error) {
 	if a.deletes.inFlight[id] > 0 {
 		return 0, fmt.Errorf("%w: recording %d has %d files waiting", ErrDeleteInProgress, id, a.deletes.inFlight[id])
 	}
-	if _, err := a.cat.Descriptor(id); err != nil {
+	e, err := a.cat.Entry(id)
+	if err != nil {
 		return 0, err
+	}
+	if e.State != StateValid && e.State != StateDeleted {
+		return 0, fmt.Errorf("archive: delete recording %d: it is %s in the catalog; only a VALID or DELETED recording is deleted", id, e.State)
 	}
 	if err := a.cat.ChangeState(id, StateDeleted); err != nil {
 		return 0, fmt.Errorf("archive: delete recording %d: %w", id, err)

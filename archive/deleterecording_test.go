@@ -34,8 +34,8 @@ func TestDeleteRecording(t *testing.T) {
 	if exists(fs, dir, IndexFileName(id)) {
 		t.Fatal("index left")
 	}
-	if _, err := a.DeleteRecording(id); err == nil {
-		t.Fatal("a second delete succeeded")
+	if _, err := a.DeleteRecording(id); !errors.Is(err, ErrDeleteInProgress) {
+		t.Fatalf("a second delete while files wait: %v", err)
 	}
 	if err := a.Close(); err != nil {
 		t.Fatal(err)
@@ -53,6 +53,22 @@ func TestDeleteRecording(t *testing.T) {
 	}
 	if ds, err := DeletedSegments(fs, dir); err != nil || len(ds) != 0 {
 		t.Fatalf("left: %+v %v", ds, err)
+	}
+	// A crash between the catalog change and the renames leaves a DELETED
+	// recording with files: called again, DeleteRecording renames them.
+	r2, _ := recordTerms(t, a, 0, 1, nil)
+	id2 := r2.ID()
+	if err := r2.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.cat.ChangeState(id2, StateDeleted); err != nil {
+		t.Fatal(err)
+	}
+	if k, err := a.DeleteRecording(id2); k != 1 || err != nil || exists(fs, dir, SegmentFileName(id2, 0)) {
+		t.Fatalf("finishing an interrupted delete: %d %v", k, err)
+	}
+	if k, err := a.DeleteRecording(id); k != 0 || err != nil {
+		t.Fatalf("a finished delete again: %d %v", k, err)
 	}
 	vr, err := Verify(fs, dir, VerifyOptions{})
 	if err != nil || !vr.OK() {

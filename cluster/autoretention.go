@@ -457,11 +457,11 @@ func (n *Node) retentionCheck() error {
 	if len(kept) > 0 {
 		S = kept[len(kept)-1].pos
 	}
-	doomed, orphans := n.doomedRecordings(entries, gens, S)
 	u, err := n.archiveUsage(id, startBase, int64(sl))
 	if err != nil {
 		return fmt.Errorf("cluster: retention: %w", err)
 	}
+	doomed, orphans := n.doomedRecordings(entries, gens, S, u)
 	n.stats.RetentionArchiveBytes = u.total
 	going := u.pending + u.belowStart
 	for _, g := range doomed {
@@ -537,11 +537,13 @@ func (n *Node) retentionCheck() error {
 	for _, g := range doomed {
 		r.steps = append(r.steps, func() int { return n.retentionInvalidate(g) })
 		for _, e := range g.entries {
-			r.steps = append(r.steps, func() int { return n.retentionDeleteRecording(e.RecordingID, g.pos, S, false) })
+			r.steps = append(r.steps, func() int {
+				return n.retentionDeleteRecording(e.RecordingID, g.pos, S, false, u.byRecording[e.RecordingID] > 0)
+			})
 		}
 	}
 	for _, o := range orphans {
-		r.steps = append(r.steps, func() int { return n.retentionDeleteRecording(o, -1, S, true) })
+		r.steps = append(r.steps, func() int { return n.retentionDeleteRecording(o, -1, S, true, true) })
 	}
 	return nil
 }
@@ -558,10 +560,11 @@ func (n *Node) retentionFailed(msg string, err error, attrs ...slog.Attr) {
 }
 
 // doomedRecordings returns the generations older than S (the oldest kept)
-// that still have a valid entry or a VALID recording in the catalog, and,
+// that still have a valid entry, a VALID recording in the catalog or
+// segment files (a delete a crash interrupted after the catalog change), and,
 // when no snapshot is being written, the orphaned snapshot recordings
 // (VALID, stopped, in no recording.log entry, not the log).
-func (n *Node) doomedRecordings(entries []recordinglog.Entry, gens []generation, S int64) ([]generation, []int64) {
+func (n *Node) doomedRecordings(entries []recordinglog.Entry, gens []generation, S int64, u dirUsage) ([]generation, []int64) {
 	if S < 0 {
 		return nil, nil
 	}
@@ -583,7 +586,7 @@ func (n *Node) doomedRecordings(entries []recordinglog.Entry, gens []generation,
 			if keep[e.RecordingID] {
 				continue
 			}
-			if _, err := n.arc.a.Descriptor(e.RecordingID); err == nil || e.Valid {
+			if _, err := n.arc.a.Descriptor(e.RecordingID); err == nil || e.Valid || u.byRecording[e.RecordingID] > 0 {
 				es = append(es, e)
 			}
 		}
@@ -620,6 +623,9 @@ func (n *Node) retentionInvalidate(g generation) int {
 		}
 		k++
 	}
+	if k == 0 {
+		return 0 // invalidated before (a check interrupted by a crash): its recordings follow
+	}
 	n.stats.RetentionSnapshotsDeleted++
 	n.opts.Logger.LogAttrs(context.Background(), slog.LevelInfo, "retention deleted snapshot", slog.Int64("snapshot_position", g.pos),
 		slog.Int64("term", g.term), slog.Int("entries_invalidated", k), slog.Int("recordings", len(g.entries)),
@@ -629,9 +635,9 @@ func (n *Node) retentionInvalidate(g generation) int {
 
 // retentionDeleteRecording deletes one recording of a doomed generation
 // (after its entries are invalid) or an orphan.
-func (n *Node) retentionDeleteRecording(id, pos, S int64, orphan bool) int {
-	if _, err := n.arc.a.Descriptor(id); err != nil {
-		return 0 // deleted before (a check interrupted by a crash)
+func (n *Node) retentionDeleteRecording(id, pos, S int64, orphan, files bool) int {
+	if _, err := n.arc.a.Descriptor(id); err != nil && !files {
+		return 0 // deleted before
 	}
 	if !orphan {
 		for _, e := range n.rlog.Entries() {
