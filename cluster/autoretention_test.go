@@ -333,14 +333,6 @@ func TestApproveCutoff(t *testing.T) {
 	}
 }
 
-// freeFS reports a chosen free space (archive.FreeSpaceFS).
-type freeFS struct {
-	vfs.FS
-	free func() uint64
-}
-
-func (f freeFS) FreeBytes(string) (uint64, error) { return f.free(), nil }
-
 // TestRetentionRules: the age rule (segments whose newest entry is older
 // than MaxAge in cluster time) and the free-disk rule (the archive's file
 // system reports less free than MinFreeBytes) each propose cutoffs that
@@ -361,7 +353,8 @@ func TestRetentionRules(t *testing.T) {
 				ro = cluster.RetentionOptions{}
 			}
 			opts.Retention = ro
-			r := openRetNodeFS(t, dir, opts, freeFS{FS: vfs.Default, free: func() uint64 { return 1 << 30 }})
+			fsys := vfs.NewInjector(vfs.Default, 0, -1).WithFreeBytes(func(string) (uint64, error) { return 1 << 30, nil })
+			r := openRetNodeFS(t, dir, opts, fsys)
 			for range 40 {
 				r.batch(200)
 				now += int64(10 * time.Second)
