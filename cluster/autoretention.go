@@ -41,22 +41,27 @@ import (
 //     one segment, else the proposal is refused: no complete snapshot
 //     set (every byte of the log is needed), the cutoff would pass C, or
 //     only the active segment is there.
-//  3. Execution, on the node's goroutine: the recovery plan is recomputed
-//     on the state the detach would leave (the catalog's descriptors with
-//     the new start) and must pass CheckPlan; then archive Detach; then
-//     the plan is computed again on the real, detached state; then the
+//  3. Execution, on the node's goroutine, one step per DoWork: the
+//     recovery plan is recomputed on the state the detach would leave
+//     (the catalog's descriptors with the new start) and must pass
+//     CheckPlan, then archive Detach, then the plan is computed again on
+//     the real, detached state; next DoWork, the first phase of the
 //     two-phase delete (archive DeleteDetached: the files renamed to
-//     *.deleted at once, after the catalog start is durable; one file
-//     unlinked per duty cycle by archive DeleteStep once DeleteDelay has
-//     passed). A refused second validation stops automatic retention for
+//     *.deleted, after the catalog start is durable); then one file
+//     unlinked per DoWork by archive DeleteStep once DeleteDelay has
+//     passed. A refused second validation stops automatic retention for
 //     the node's run and deletes nothing (it cannot happen unless the
-//     files change under the node).
+//     files change under the node). A crash between the detach and the
+//     renames leaves segment files below the start (no reader uses them;
+//     Verify calls them orphans): the next check renames them.
 //  4. Snapshot generations: every generation older than the oldest kept
 //     one is deleted whole — its recording.log entries invalidated (the
 //     consensus module's first, so that it is no set at once), then each
 //     of its recordings deleted (archive DeleteRecording, two-phase like
-//     the segments). Recordings a crash left in no recording.log entry
-//     (an interrupted snapshot) go too, when no snapshot is being taken.
+//     the segments), each a step of its own. Recordings a crash left in
+//     no recording.log entry (an interrupted snapshot) go too, when no
+//     snapshot is being taken; a delete a crash interrupted is finished
+//     by the next check.
 //
 // Every proposal, approval, refusal (with its reason) and deletion is
 // logged on Options.Logger and counted in Stats (Retention*), which
@@ -76,10 +81,13 @@ import (
 //
 // Cost: the steady state (no check due) is a few integer comparisons and
 // allocates nothing; a check lists and stats the archive directory and
-// reads recording.log's entries (it allocates, once per check); an
-// executed cutoff adds two recovery-plan checks, the catalog syncs of the
-// detach and the renames. Unlinks, which may take milliseconds for a large
-// file, are one per duty cycle.
+// reads recording.log's entries (it allocates, once per check). Each later
+// step holds at most one catalog or recording.log change and its syncs
+// (the detach with two recovery-plan checks, the renames, the
+// invalidation of one generation's entries, the delete of one recording)
+// or one unlink, which may take milliseconds for a large file: the longest
+// a DoWork spends on retention is one such step (Stats.MaxRetentionWork;
+// TestRetentionBudgetUnderLoad logs it with the duty cycle's durations).
 
 // DefaultRetentionKeep is RetentionOptions.Keep's default: the complete
 // snapshot generations automatic retention keeps (as `retention plan
