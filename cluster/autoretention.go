@@ -321,8 +321,8 @@ func (n *Node) initRetention() error {
 // retentionTick runs in every DoWork with retention on and does at most
 // one piece of work: a step of the last check's approved work (each holds
 // at most the syncs of one catalog or recording.log change), else one
-// unlink of a file whose delete delay has passed; and a check when one is
-// due and no step is left. It allocates nothing unless a check runs. A
+// unlink of a file whose delete delay has passed, else a check when one
+// is due. It allocates nothing unless a check runs. A
 // failure is logged and counted (Stats.RetentionErrors), never the node's.
 func (n *Node) retentionTick(nowMs int64) int {
 	r := n.ret
@@ -347,7 +347,7 @@ func (n *Node) retentionTick(nowMs int64) int {
 		}
 	}
 	n.stats.RetentionPendingUnlinks = int64(r.pending)
-	if len(r.steps) > 0 {
+	if len(r.steps) > 0 || work > 0 {
 		return work
 	}
 	pos := n.pub.Position()
@@ -440,6 +440,7 @@ func (n *Node) archiveUsage(logID, startBase int64, segLen int64) (dirUsage, err
 func (n *Node) retentionCheck() error {
 	r := n.ret
 	n.stats.RetentionChecks++
+	r.pending = len(n.arc.a.PendingDeletes())
 	ctx := context.Background()
 	lg := n.opts.Logger
 	id := n.recID
