@@ -24,17 +24,18 @@ import (
 
 // TestKill9Retention is TestKill9 with automatic retention on a tight
 // budget: `matchlog node` with 64 KiB segments, snapshots every 128 KiB of
-// log and a 1.5 MiB budget for its archive directory (so that it purges
-// log and deletes snapshot generations all the time, with no delay before
-// the unlinks) is killed with SIGKILL at random moments (10 rounds, or
-// -kill9.n). After each kill, before anything opens the directory,
-// retention.Decide on its files must give normal-restart (full-replay
-// before the first snapshot, while the log starts at 0); then the
-// directory must restart with the right state hash — that of an engine fed
-// the log's commands, re-based on the oldest kept snapshot (loaded
-// strictly) whenever retention purged the log past where the previous scan
-// ended — with every acknowledged command in it, recording.log and the
-// catalog agreeing (checkKilledDir).
+// log and a 512 KiB budget for its archive directory — less than the kept
+// snapshots and their log need, so that most proposals are lowered to C or
+// refused, and log and snapshot generations are deleted all the time, with
+// no delay before the unlinks — is killed with SIGKILL at random moments
+// (10 rounds, or -kill9.n). After each kill, before anything opens the
+// directory, retention.Decide on its files must give normal-restart
+// (full-replay before the first snapshot, while the log starts at 0); then
+// the directory must restart with the right state hash — that of an
+// engine fed the log's commands, re-based on the oldest kept snapshot
+// (loaded strictly) whenever retention purged the log past where the
+// previous scan ended — with every acknowledged command in it,
+// recording.log and the catalog agreeing (checkKilledDir).
 func TestKill9Retention(t *testing.T) {
 	rounds := 10
 	flag.Visit(func(f *flag.Flag) {
@@ -50,9 +51,9 @@ func TestKill9Retention(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 14))
 	dir := filepath.Join(t.TempDir(), "node")
 	listen := freePort(t)
-	const budget = 1536 << 10
+	const budget = 512 << 10
 	nodeArgs := []string{"--sync", "1", "--snapshot-every-bytes", "131072", "--session-timeout", "30s", "--segment-length", "65536",
-		"--retention-max-bytes", "1572864", "--retention-interval", "50ms", "--delay", "0"}
+		"--retention-max-bytes", "524288", "--retention-interval", "50ms", "--delay", "0"}
 	if os.Getenv("MATCHLOG_TEST_RETENTION_OFF") == "1" {
 		nodeArgs = nodeArgs[:8]
 	}
