@@ -3,7 +3,13 @@ package archive
 import (
 	"errors"
 	"fmt"
+
+	"github.com/matchlog/matchlog/internal/vfs"
 )
+
+// ErrRecordingInUse is returned by PurgeRecording for a recording that is
+// being recorded (it also satisfies ErrRecordingActive) or replayed.
+var ErrRecordingInUse = errors.New("archive: the recording is being recorded or replayed")
 
 // PurgeRecording deletes recording id whole, as Aeron's purgeRecording
 // (ArchiveConductor: hasRecording, isValidPurge, isDeleteAllowed, then
@@ -14,7 +20,8 @@ import (
 // (written and synced first, so that no crash brings back a VALID entry
 // whose files are gone), then every segment file of it is renamed to
 // <name>.deleted and scheduled for unlinking after Options.DeleteDelay
-// ([Archive.DeleteStep]). The entry stays in the catalog, DELETED, as
+// ([Archive.DeleteStep]), and its sidecar index is removed at once (it holds
+// no recorded data). The entry stays in the catalog, DELETED, as
 // Aeron leaves it (its space is reclaimed by a compaction).
 //
 // A recording that is already DELETED (a purge interrupted between the
@@ -34,14 +41,14 @@ func (a *Archive) PurgeRecording(id int64) (int, error) {
 	switch e.State {
 	case StateValid:
 		if _, active := a.recordings[id]; active {
-			return 0, fmt.Errorf("%w: recording %d: purge refused", ErrRecordingActive, id)
+			return 0, fmt.Errorf("%w (%w): recording %d: purge refused", ErrRecordingInUse, ErrRecordingActive, id)
 		}
 		if e.Descriptor.StopPosition == NullPosition {
 			return 0, fmt.Errorf("archive: recording %d has no stop position; reopen the archive to settle it before a purge", id)
 		}
 		for _, rp := range a.replays {
 			if rp.id == id && !rp.closed {
-				return 0, fmt.Errorf("archive: recording %d is being replayed (from %d): purge refused", id, rp.from)
+				return 0, fmt.Errorf("%w: recording %d is being replayed (from %d): purge refused", ErrRecordingInUse, id, rp.from)
 			}
 		}
 		if a.deletes.inFlight[id] > 0 {
@@ -77,6 +84,11 @@ func (a *Archive) PurgeRecording(id int64) (int, error) {
 	if n > 0 && a.opts.FileSyncLevel > 0 {
 		if serr := a.fs.SyncDir(a.dir); serr != nil {
 			err = errors.Join(err, fmt.Errorf("archive: sync %s: %w", a.dir, serr))
+		}
+	}
+	if err == nil {
+		if rerr := a.fs.Remove(a.fs.Join(a.dir, IndexFileName(id))); rerr != nil && !errors.Is(rerr, vfs.ErrNotExist) {
+			err = fmt.Errorf("archive: purge recording %d: remove its index: %w", id, rerr)
 		}
 	}
 	return n, err

@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/matchlog/matchlog/archive"
 	"github.com/matchlog/matchlog/cluster"
@@ -38,10 +39,17 @@ func TestSteadyStateAllocs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("allocation counts differ under -race")
 	}
-	t.Run("plain", func(t *testing.T) { steadyStateAllocs(t, nil, 0) })
+	t.Run("plain", func(t *testing.T) { steadyStateAllocs(t, nil, 0, cluster.RetentionOptions{}) })
+	// With automatic retention on (every rule, a budget never reached):
+	// the duty cycle's gate and its checks, which run whenever the log
+	// enters a new segment, cost no allocation per message.
+	t.Run("retention", func(t *testing.T) {
+		steadyStateAllocs(t, nil, 0, cluster.RetentionOptions{MaxBytes: 1 << 40, MaxAge: 24 * time.Hour, MinFreeBytes: 1,
+			CheckInterval: time.Hour, Keep: 2})
+	})
 	t.Run("metrics", func(t *testing.T) {
 		m := metrics.New(metrics.Options{})
-		steadyStateAllocs(t, m, 1)
+		steadyStateAllocs(t, m, 1, cluster.RetentionOptions{})
 		mfs, err := m.Registry().Gather()
 		if err != nil {
 			t.Fatal(err)
@@ -62,11 +70,11 @@ func TestSteadyStateAllocs(t *testing.T) {
 	})
 }
 
-func steadyStateAllocs(t *testing.T, m *metrics.Metrics, syncLevel int) {
+func steadyStateAllocs(t *testing.T, m *metrics.Metrics, syncLevel int, ro cluster.RetentionOptions) {
 	released := 0
 	opts := cluster.Options{FS: vfs.Default, Dir: t.TempDir(), Service: &nopService{},
 		TermLength: 64 * 1024, SegmentLength: 1 << 20, FileSyncLevel: archive.SyncLevel(syncLevel),
-		Clock:  func() int64 { return 1 },
+		Clock: func() int64 { return 1 }, Retention: ro,
 		Egress: func(int64, []byte) { released++ }}
 	if m != nil {
 		m.InstrumentNode(&opts)
@@ -93,9 +101,16 @@ func steadyStateAllocs(t *testing.T, m *metrics.Metrics, syncLevel int) {
 	for range 200 { // grow the arenas and queues; roll a few terms
 		cycle()
 	}
+	checks := n.Stats().RetentionChecks
 	allocs := testing.AllocsPerRun(500, cycle)
 	if allocs != 0 {
 		t.Fatalf("%.2f allocations per cycle of 16 messages, want 0", allocs)
+	}
+	if ro.Enabled() {
+		if checks = n.Stats().RetentionChecks - checks; checks == 0 {
+			t.Fatal("no retention check ran while allocations were counted")
+		}
+		t.Logf("%d retention checks among the 501 measured cycles", checks)
 	}
 	if released < 16*700 {
 		t.Fatalf("released %d", released)

@@ -91,6 +91,9 @@ func openArchive(fsys vfs.FS, dir string, opts Options, nowMs func() int64, reco
 		// are synced in the background meanwhile.
 		SyncOnRollOver:      true,
 		BackgroundSyncEvery: bgSyncEvery,
+		// Automatic retention's two-phase delete (0: the archive's
+		// default, 60 s).
+		DeleteDelay: opts.Retention.DeleteDelay,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cluster: archive: %w", err)

@@ -182,6 +182,26 @@
 // failure it abandons the archive as a crash would, so the next start
 // settles the log's stop position from what is durable.
 //
+// # Automatic retention
+//
+// Options.Retention (autoretention.go) keeps a running node's archive
+// directory within a size budget, a free-disk threshold and an age, and
+// deletes snapshot generations beyond Options.Retention.Keep (default 2)
+// whole. The rules only propose a new start of the log recording;
+// ApproveCutoff approves it: rounded down to a segment boundary, never past
+// C, the greatest boundary ≤ S of the oldest kept generation, never into
+// the active segment. An approved cutoff is executed as validate (the
+// recovery plan on the cut state must pass CheckPlan), archive Detach,
+// validate again, then the archive's two-phase delete (renamed *.deleted,
+// unlinked after the delete delay). All of it runs on the node's
+// goroutine, inside DoWork — the goroutine that records the log and writes
+// recording.log — one step (at most one catalog or recording.log change
+// and its syncs, or one unlink) per DoWork, so no step races the log
+// recorder or the snapshot writer (which touches only its own recordings,
+// ordered with the detaches and deletes by the archive's catalog mutex).
+// Each proposal, approval, refusal and deletion is logged and counted
+// (Stats.Retention*).
+//
 // # Concurrency
 //
 // DoWork, Close, AwaitSnapshot and every Service callback run on the

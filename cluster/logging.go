@@ -31,6 +31,22 @@ import (
 //	"close"            Info   log_position, durable_position, snapshot_position,
 //	                          snapshots, error (only if closing failed)
 //
+// Automatic retention (autoretention.go; Options.Retention) adds, once per
+// check and decision:
+//
+//	"retention proposed"  Info   rule (age, size, free-disk), recording, cutoff, start, and the
+//	                             rule's numbers (max_age_s, before_ms; archive_bytes,
+//	                             budget_bytes, freeing_bytes; free_bytes, min_free_bytes)
+//	"retention approved"  Info   rules, recording, proposed, A, P, S, C, active_segment, cutoff,
+//	                             limited_by ("", snapshot, active-segment), segments, kept_sets
+//	"retention refused"   Warn   the same numbers, reason (no-complete-snapshot, past-snapshot,
+//	                             active-segment, validation, archive), detail
+//	"retention deleted snapshot"   Info  snapshot_position, term, entries_invalidated, recordings, why
+//	"retention deleted recording"  Info  recording, snapshot_position (-1 orphan), files, oldest_kept, why
+//	"retention check failed", "retention delete failed", "retention unlink failed"
+//	                      Warn   error (retried by a later check; retention never stops the node)
+//	"retention validation failed after detach"  Error  recording, start, previous_start, error, fix
+//
 // Records are built only at these events; the duty cycle's steady state
 // logs nothing and allocates nothing for logging.
 

@@ -128,6 +128,10 @@ type Options struct {
 	// of another program's directory): for an operator who knows that the
 	// running process a fresh mark file names is no node (a reused pid).
 	IgnoreLiveMarkFile bool
+	// Retention is automatic retention (autoretention.go): proposals by
+	// age, archive size and free disk, approved only by the positional
+	// rules, executed while the node runs. The zero value is off.
+	Retention RetentionOptions
 }
 
 // Observer receives measurements (Options.DutyCycle).
@@ -206,6 +210,31 @@ type Stats struct {
 	MaxDoWork      time.Duration
 	MaxDoWorkAt    time.Time
 	MaxDoWorkSplit DutyCycleSplit
+	// MaxRetentionWork is the longest automatic retention took in one
+	// DoWork (DutyCycleSplit.Retention) since Open or ResetMaxima.
+	MaxRetentionWork time.Duration
+
+	// Automatic retention (Options.Retention; autoretention.go). Checks
+	// run; proposals by rule; cutoffs approved (RetentionLimited of them
+	// lowered by a positional rule) and refused by reason; log segments
+	// detached and their bytes; snapshot generations (and orphaned
+	// recordings) deleted and the recordings that went with them; files
+	// unlinked, and waiting to be (a gauge); the archive directory's
+	// bytes at the last check (a gauge); errors (a failed unlink, rename or
+	// recording.log write: logged, retried by a later check).
+	RetentionChecks            int64
+	RetentionProposed          [NumRetentionRules]int64
+	RetentionApproved          int64
+	RetentionLimited           int64
+	RetentionRefused           [NumRetentionRefusals]int64
+	RetentionDetachedSegments  int64
+	RetentionDetachedBytes     int64
+	RetentionSnapshotsDeleted  int64
+	RetentionRecordingsDeleted int64
+	RetentionUnlinked          int64
+	RetentionPendingUnlinks    int64
+	RetentionArchiveBytes      int64
+	RetentionErrors            int64
 }
 
 // DutyCycleSplit is where one DoWork's time went.
@@ -227,6 +256,9 @@ type DutyCycleSplit struct {
 	// Record: recording the log in the archive (write, and sync at level
 	// >= 1), as Stats.MaxLogRecord.
 	Record time.Duration
+	// Retention: automatic retention's unlink step and, when one was due,
+	// its check (Options.Retention).
+	Retention time.Duration
 }
 
 // ResetMaxima restarts Stats.MaxLogRecord and Stats.MaxDoWork. Call it
@@ -234,6 +266,7 @@ type DutyCycleSplit struct {
 func (n *Node) ResetMaxima() {
 	n.stats.MaxLogRecord, n.stats.MaxLogRecordAt = 0, time.Time{}
 	n.stats.MaxDoWork, n.stats.MaxDoWorkAt, n.stats.MaxDoWorkSplit = 0, time.Time{}, DutyCycleSplit{}
+	n.stats.MaxRetentionWork = 0
 }
 
 // Errors.
@@ -371,6 +404,8 @@ type Node struct {
 	guard   *dirState
 	backups []string
 	cuts    []segmentCut // bytes this start's crash repairs cut from segments
+
+	ret *retainer // automatic retention; nil when off
 }
 
 func (o *Options) defaults() {
@@ -443,6 +478,9 @@ func Open(opts Options) (*Node, error) {
 		return nil, fmt.Errorf("cluster: Options.FileSyncLevel: %w", err)
 	}
 	if err := logbuf.CheckTermLength(opts.TermLength); err != nil {
+		return nil, err
+	}
+	if err := opts.Retention.check(); err != nil {
 		return nil, err
 	}
 	n := &Node{opts: opts, fs: opts.FS, svc: opts.Service, cm: newCMState(), firing: map[int64]bool{},
@@ -706,7 +744,13 @@ func (n *Node) doWork() (int, error) {
 	if err := n.pollSnapshot(false); err != nil {
 		return work, err
 	}
-	n.split.Snapshot += time.Since(t4)
+	t5 := time.Now()
+	n.split.Snapshot += t5.Sub(t4)
+	if n.ret != nil {
+		work += n.retentionTick(n.opts.EpochClock())
+		n.split.Retention = time.Since(t5)
+		n.stats.MaxRetentionWork = max(n.stats.MaxRetentionWork, n.split.Retention)
+	}
 	// Work is what was sequenced, recorded, released or completed.
 	return work + int(n.stats.Snapshots+n.stats.Released+n.rec.blocks-before), nil
 }

@@ -119,7 +119,10 @@ func (n *Node) open() error {
 	if err := n.recover(plan); err != nil {
 		return err
 	}
-	return n.startTerm(plan)
+	if err := n.startTerm(plan); err != nil {
+		return err
+	}
+	return n.initRetention()
 }
 
 // preflight checks the recovery plan of an existing node directory on the

@@ -33,6 +33,14 @@ type nodeFlags struct {
 	metrics        string
 	logFormat      string
 	logLevel       string
+	segmentLength  int64
+	// automatic retention
+	retInterval time.Duration
+	retMaxAge   time.Duration
+	retMaxBytes int64
+	retMinFree  uint64
+	keep        int
+	delay       time.Duration
 }
 
 // nodeConfig is `matchlog node`'s command line: the server's options
@@ -60,12 +68,26 @@ func parseNodeFlags(args []string, stderr io.Writer) (nodeConfig, error) {
 	fs.StringVar(&f.metrics, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics, a loopback host (port 0: any free port; default: none)")
 	fs.StringVar(&f.logFormat, "log-format", "text", "lifecycle log on stderr: text or json")
 	fs.StringVar(&f.logLevel, "log-level", "info", "lowest level logged: debug, info, warn or error")
+	fs.Int64Var(&f.segmentLength, "segment-length", 0, "archive segment file length of a new node's log: a power of two, 64 KiB to 1 GiB (default 128 MiB; an existing log keeps its own)")
+	fs.DurationVar(&f.retInterval, "retention-interval", 0, "automatic retention: how often the rules are checked (default 5m; also when the log enters a new segment and after each snapshot)")
+	fs.DurationVar(&f.retMaxAge, "retention-max-age", 0, "automatic retention: propose the log segments whose newest entry is older than this (0: no age rule)")
+	fs.Int64Var(&f.retMaxBytes, "retention-max-bytes", 0, "automatic retention: budget of the archive directory in bytes; propose the oldest log segments until it is met (0: no size rule)")
+	fs.Uint64Var(&f.retMinFree, "retention-min-free-bytes", 0, "automatic retention: propose the oldest log segments while the disk has less free than this (0: no free-disk rule)")
+	fs.IntVar(&f.keep, "keep", 0, "automatic retention: complete snapshot generations to keep; older ones are deleted whole and the log is never cut past the oldest kept (default 2 once a --retention rule is given; giving it alone turns on the deletion of older generations)")
+	fs.DurationVar(&f.delay, "delay", archive.DefaultDeleteDelay, "automatic retention: delay between renaming a file *.deleted and unlinking it; 0 unlinks at once")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), "usage: matchlog node --dir D [--listen ADDR] [flags]\n\n"+
 			"Runs a node with the matching engine, serving clients over TCP until SIGINT or\n"+
 			"SIGTERM; prints \"listening ADDR\" on stdout once it accepts connections (and\n"+
 			"\"metrics http://ADDR/metrics\" with --metrics). Lifecycle events (open, recovery\n"+
-			"plan, snapshots, sessions, refusals, shutdown) are logged on stderr.\n\n")
+			"plan, snapshots, sessions, refusals, shutdown) are logged on stderr.\n\n"+
+			"Automatic retention (off unless a --retention-* rule or --keep is given): the\n"+
+			"rules propose a new start for the log; it is approved only when rounded down to a\n"+
+			"segment boundary, not past C (the greatest boundary <= the oldest kept snapshot\n"+
+			"generation's position) and not into the segment being written; the node then\n"+
+			"detaches, validates its recovery plan and deletes in two phases while it runs.\n"+
+			"Each proposal, approval and refusal is logged (\"retention ...\") and counted\n"+
+			"(matchlog_retention_* with --metrics).\n\n")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args, stderr); err != nil {
@@ -111,6 +133,22 @@ func parseNodeFlags(args []string, stderr io.Writer) (nodeConfig, error) {
 	if err := checkWorkers(f.workers); err != nil {
 		return bad("%v", err)
 	}
+	termLength := 0
+	if f.segmentLength != 0 {
+		if f.segmentLength < archive.MinSegmentLength || f.segmentLength > archive.MaxSegmentLength || f.segmentLength&(f.segmentLength-1) != 0 {
+			return bad("--segment-length %d: want a power of two from %d to %d", f.segmentLength, archive.MinSegmentLength, archive.MaxSegmentLength)
+		}
+		// The log's term length must not exceed its segment length.
+		termLength = int(min(f.segmentLength, 16<<20))
+	}
+	if f.retInterval < 0 || f.retMaxAge < 0 || f.retMaxBytes < 0 || f.keep < 0 || f.delay < 0 {
+		return bad("--retention-interval, --retention-max-age, --retention-max-bytes, --keep and --delay must not be negative")
+	}
+	ret := cluster.RetentionOptions{CheckInterval: f.retInterval, MaxAge: f.retMaxAge, MaxBytes: f.retMaxBytes, MinFreeBytes: f.retMinFree,
+		Keep: f.keep, DeleteDelay: f.delay}
+	if f.delay == 0 {
+		ret.DeleteDelay = -1 // unlink at once
+	}
 	if f.metrics != "" {
 		if err := checkLoopback(f.metrics); err != nil {
 			return bad("--metrics %q: %v", f.metrics, err)
@@ -123,7 +161,7 @@ func parseNodeFlags(args []string, stderr io.Writer) (nodeConfig, error) {
 	return nodeConfig{Options: server.Options{
 		Addr: f.listen,
 		Node: cluster.Options{Dir: f.dir, FileSyncLevel: syncLevel, SnapshotMode: mode,
-			SnapshotEveryBytes: f.everyBytes},
+			SnapshotEveryBytes: f.everyBytes, SegmentLength: int32(f.segmentLength), TermLength: termLength, Retention: ret},
 		Service:            enginesvc.Options{Workers: f.workers},
 		SessionTimeout:     f.sessionTimeout,
 		SnapshotOnShutdown: f.onExit,

@@ -36,6 +36,10 @@ func TestNodeFlags(t *testing.T) {
 		{[]string{"--dir", "d", "--log-format", "xml"}, "--log-format"},
 		{[]string{"--dir", "d", "--log-level", "loud"}, "--log-level"},
 		{[]string{"--dir", "d", "--workers", "-1"}, "--workers -1: must not be negative"},
+		{[]string{"--dir", "d", "--segment-length", "100000"}, "--segment-length 100000: want a power of two"},
+		{[]string{"--dir", "d", "--segment-length", "32768"}, "--segment-length 32768"},
+		{[]string{"--dir", "d", "--retention-max-bytes", "-1"}, "must not be negative"},
+		{[]string{"--dir", "d", "--keep", "-1"}, "must not be negative"},
 	} {
 		var stderr bytes.Buffer
 		_, err := parseNodeFlags(c.args, &stderr)
@@ -61,6 +65,18 @@ func TestNodeFlags(t *testing.T) {
 	if o.Addr != "127.0.0.1:0" || o.Node.Dir != "d" || o.Node.FileSyncLevel != 2 || o.Node.SnapshotMode != cluster.StopTheWorld ||
 		o.Node.SnapshotEveryBytes != 4096 || !o.SnapshotOnShutdown || o.SessionTimeout != 3*time.Second {
 		t.Fatalf("options %+v", o)
+	}
+	if o.Node.Retention.Enabled() || o.Node.SegmentLength != 0 || o.Node.TermLength != 0 {
+		t.Fatalf("defaults: retention %+v, segment length %d, term length %d", o.Node.Retention, o.Node.SegmentLength, o.Node.TermLength)
+	}
+	r, err := parseNodeFlags([]string{"--dir", "d", "--segment-length", "65536", "--retention-max-bytes", "1048576", "--retention-max-age", "1h",
+		"--retention-min-free-bytes", "4096", "--retention-interval", "10s", "--keep", "3", "--delay", "0"}, &stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (cluster.RetentionOptions{CheckInterval: 10 * time.Second, MaxAge: time.Hour, MaxBytes: 1 << 20, MinFreeBytes: 4096, Keep: 3, DeleteDelay: -1}); r.Node.Retention != want ||
+		r.Node.SegmentLength != 65536 || r.Node.TermLength != 65536 {
+		t.Fatalf("retention flags: %+v, segment %d, term %d", r.Node.Retention, r.Node.SegmentLength, r.Node.TermLength)
 	}
 	if o.Service.Workers != 0 {
 		t.Fatalf("default --workers: %d, want 0 (linear)", o.Service.Workers)

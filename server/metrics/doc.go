@@ -85,6 +85,20 @@
 //	                                                    for not reading), write (failed writes to a client),
 //	                                                    undecodable_command (log messages the engine could not decode)
 //	matchlog_archive_written_bytes_total       counter  bytes written to the archive's files (segments, index, catalog)
+//	matchlog_retention_checks_total            counter  automatic retention checks (cluster.Options.Retention)
+//	matchlog_retention_proposals_total{rule}   counter  cutoffs proposed, by rule: age, size, free_disk
+//	matchlog_retention_approvals_total         counter  proposals the positional rules approved and the node executed
+//	matchlog_retention_limited_total           counter  approved cutoffs lowered to C or to the active segment
+//	matchlog_retention_refusals_total{reason}  counter  proposals refused: no_complete_snapshot, past_snapshot,
+//	                                                    active_segment, validation, archive
+//	matchlog_retention_detached_segments_total counter  log segments detached (and their bytes:
+//	                                                    matchlog_retention_detached_bytes_total)
+//	matchlog_retention_snapshot_generations_deleted_total counter  snapshot generations deleted whole
+//	matchlog_retention_recordings_deleted_total counter snapshot recordings deleted (of those generations, or orphaned)
+//	matchlog_retention_unlinked_files_total    counter  files renamed *.deleted, then unlinked
+//	matchlog_retention_pending_unlinks         gauge    renamed files waiting to be unlinked
+//	matchlog_retention_archive_bytes           gauge    the archive directory's size at the last check
+//	matchlog_retention_errors_total            counter  retention steps that failed (logged, retried)
 //	matchlog_duty_cycle_seconds                histogram duration of each duty cycle that did work
 //	matchlog_file_sync_seconds{op}             histogram latency of each file sync of the node directory:
 //	                                                    op data (fdatasync), all (fsync), dir (directory)

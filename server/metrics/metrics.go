@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -115,14 +116,17 @@ func (m *Metrics) Attach(s *server.Server) { m.srv.Store(s) }
 type collector struct {
 	m *Metrics
 
-	up, appendPos, durablePos, commitPos, snapPos, archiveStart *prometheus.Desc
-	sequenced, applied, replayed, logWrites, logSyncs           *prometheus.Desc
-	snapshots, snapBytes, snapInProgress, snapLastBytes         *prometheus.Desc
-	snapLastDuration, snapLastPause                             *prometheus.Desc
-	connAccepted, connRefused                                   *prometheus.Desc
-	sessOpen, sessOpened, sessClosed                            *prometheus.Desc
-	cmdReceived, cmdRejected, cmdDuplicate                      *prometheus.Desc
-	egressMsgs, egressDropped, errors, archiveWritten           *prometheus.Desc
+	up, appendPos, durablePos, commitPos, snapPos, archiveStart    *prometheus.Desc
+	sequenced, applied, replayed, logWrites, logSyncs              *prometheus.Desc
+	snapshots, snapBytes, snapInProgress, snapLastBytes            *prometheus.Desc
+	snapLastDuration, snapLastPause                                *prometheus.Desc
+	connAccepted, connRefused                                      *prometheus.Desc
+	sessOpen, sessOpened, sessClosed                               *prometheus.Desc
+	cmdReceived, cmdRejected, cmdDuplicate                         *prometheus.Desc
+	egressMsgs, egressDropped, errors, archiveWritten              *prometheus.Desc
+	retChecks, retProposals, retApprovals, retLimited, retRefusals *prometheus.Desc
+	retDetachedSegs, retDetachedBytes, retSnapshots, retRecordings *prometheus.Desc
+	retUnlinked, retPending, retArchiveBytes, retErrors            *prometheus.Desc
 }
 
 func newCollector(m *Metrics) *collector {
@@ -159,6 +163,20 @@ func newCollector(m *Metrics) *collector {
 		egressDropped:    d("matchlog_egress_dropped_total", "Messages released by the node and not queued to a client, by reason.", "reason"),
 		errors:           d("matchlog_errors_total", "Errors, by kind.", "kind"),
 		archiveWritten:   d("matchlog_archive_written_bytes_total", "Bytes written to the archive's files (segments, index, catalog)."),
+
+		retChecks:        d("matchlog_retention_checks_total", "Automatic retention checks run."),
+		retProposals:     d("matchlog_retention_proposals_total", "Cutoffs proposed by automatic retention, by rule.", "rule"),
+		retApprovals:     d("matchlog_retention_approvals_total", "Proposed cutoffs the positional rules approved and the node executed."),
+		retLimited:       d("matchlog_retention_limited_total", "Approved cutoffs a positional rule lowered (to C or the active segment)."),
+		retRefusals:      d("matchlog_retention_refusals_total", "Proposed cutoffs refused, by reason.", "reason"),
+		retDetachedSegs:  d("matchlog_retention_detached_segments_total", "Log segments detached by automatic retention."),
+		retDetachedBytes: d("matchlog_retention_detached_bytes_total", "Bytes of the log segments detached by automatic retention."),
+		retSnapshots:     d("matchlog_retention_snapshot_generations_deleted_total", "Snapshot generations deleted whole by automatic retention."),
+		retRecordings:    d("matchlog_retention_recordings_deleted_total", "Snapshot recordings deleted (of deleted generations, or orphaned)."),
+		retUnlinked:      d("matchlog_retention_unlinked_files_total", "Files renamed *.deleted and then unlinked by automatic retention."),
+		retPending:       d("matchlog_retention_pending_unlinks", "Files renamed *.deleted waiting to be unlinked."),
+		retArchiveBytes:  d("matchlog_retention_archive_bytes", "Size of the archive directory (every file at its length) at the last retention check."),
+		retErrors:        d("matchlog_retention_errors_total", "Automatic retention steps that failed (logged; retried by a later check)."),
 	}
 }
 
@@ -168,7 +186,9 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		c.sequenced, c.applied, c.replayed, c.logWrites, c.logSyncs,
 		c.snapshots, c.snapBytes, c.snapInProgress, c.snapLastBytes, c.snapLastDuration, c.snapLastPause,
 		c.connAccepted, c.connRefused, c.sessOpen, c.sessOpened, c.sessClosed,
-		c.cmdReceived, c.cmdRejected, c.cmdDuplicate, c.egressMsgs, c.egressDropped, c.errors, c.archiveWritten} {
+		c.cmdReceived, c.cmdRejected, c.cmdDuplicate, c.egressMsgs, c.egressDropped, c.errors, c.archiveWritten,
+		c.retChecks, c.retProposals, c.retApprovals, c.retLimited, c.retRefusals, c.retDetachedSegs, c.retDetachedBytes,
+		c.retSnapshots, c.retRecordings, c.retUnlinked, c.retPending, c.retArchiveBytes, c.retErrors} {
 		ch <- d
 	}
 }
@@ -239,6 +259,23 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.snapLastDuration, ns.LastSnapshotWrite.Seconds())
 	gauge(c.snapLastPause, ns.LastSnapshotPrepare.Seconds())
 	counter(c.cmdDuplicate, es.Duplicates)
+	counter(c.retChecks, ns.RetentionChecks)
+	for r := cluster.RetentionRule(0); r < cluster.NumRetentionRules; r++ {
+		counter(c.retProposals, ns.RetentionProposed[r], labelName(r.String()))
+	}
+	counter(c.retApprovals, ns.RetentionApproved)
+	counter(c.retLimited, ns.RetentionLimited)
+	for r := cluster.RefusedNone + 1; r < cluster.NumRetentionRefusals; r++ {
+		counter(c.retRefusals, ns.RetentionRefused[r], labelName(r.String()))
+	}
+	counter(c.retDetachedSegs, ns.RetentionDetachedSegments)
+	counter(c.retDetachedBytes, ns.RetentionDetachedBytes)
+	counter(c.retSnapshots, ns.RetentionSnapshotsDeleted)
+	counter(c.retRecordings, ns.RetentionRecordingsDeleted)
+	counter(c.retUnlinked, ns.RetentionUnlinked)
+	gauge(c.retPending, float64(ns.RetentionPendingUnlinks))
+	gauge(c.retArchiveBytes, float64(ns.RetentionArchiveBytes))
+	counter(c.retErrors, ns.RetentionErrors)
 	for r := engine.Reason(1); r <= engine.RejNoChange; r++ {
 		counter(c.cmdRejected, es.Rejected[r], reasonLabel(r))
 	}
@@ -248,6 +285,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 }
+
+// labelName is a label value in the style of the others: "-" becomes "_".
+func labelName(s string) string { return strings.ReplaceAll(s, "-", "_") }
 
 // reasonLabel is a reject reason's label value: its name, or reason_N for
 // a code the engine has no name for.
