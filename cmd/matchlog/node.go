@@ -33,6 +33,7 @@ type nodeFlags struct {
 	metrics        string
 	logFormat      string
 	logLevel       string
+	force          bool
 }
 
 // nodeConfig is `matchlog node`'s command line: the server's options
@@ -60,12 +61,18 @@ func parseNodeFlags(args []string, stderr io.Writer) (nodeConfig, error) {
 	fs.StringVar(&f.metrics, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics, a loopback host (port 0: any free port; default: none)")
 	fs.StringVar(&f.logFormat, "log-format", "text", "lifecycle log on stderr: text or json")
 	fs.StringVar(&f.logLevel, "log-level", "info", "lowest level logged: debug, info, warn or error")
+	fs.BoolVar(&f.force, "force", false, "start even when the directory's restart-vs-rebuild verdict is not normal-restart or full-replay (logged as a WARNING)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), "usage: matchlog node --dir D [--listen ADDR] [flags]\n\n"+
 			"Runs a node with the matching engine, serving clients over TCP until SIGINT or\n"+
 			"SIGTERM; prints \"listening ADDR\" on stdout once it accepts connections (and\n"+
 			"\"metrics http://ADDR/metrics\" with --metrics). Lifecycle events (open, recovery\n"+
-			"plan, snapshots, sessions, refusals, shutdown) are logged on stderr.\n\n")
+			"plan, snapshots, sessions, refusals, shutdown) are logged on stderr.\n\n"+
+			"Before it opens D the node computes D's restart-vs-rebuild verdict (as\n"+
+			"'matchlog retention verdict --member 0=D') and starts only on normal-restart\n"+
+			"or full-replay, or on a first start (no TERM entry in recording.log and no\n"+
+			"recorded log in the archive); any other verdict exits 1 naming the verdict,\n"+
+			"its reasons and the command that applies. --force starts anyway.\n\n")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args, stderr); err != nil {
@@ -123,7 +130,7 @@ func parseNodeFlags(args []string, stderr io.Writer) (nodeConfig, error) {
 	return nodeConfig{Options: server.Options{
 		Addr: f.listen,
 		Node: cluster.Options{Dir: f.dir, FileSyncLevel: syncLevel, SnapshotMode: mode,
-			SnapshotEveryBytes: f.everyBytes},
+			SnapshotEveryBytes: f.everyBytes, StartGate: startGate(f.force, logger)},
 		Service:            enginesvc.Options{Workers: f.workers},
 		SessionTimeout:     f.sessionTimeout,
 		SnapshotOnShutdown: f.onExit,
