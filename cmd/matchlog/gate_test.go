@@ -121,6 +121,17 @@ func TestNodeStartGateRefuses(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			before := digests(t, c.dir)
+			// The node the verb would start must refuse (had it started, the
+			// verb would serve until a signal).
+			cfg, err := parseNodeFlags([]string{"--dir", c.dir, "--listen", "127.0.0.1:0"}, &bytes.Buffer{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if srv, err := server.New(cfg.Options); err == nil {
+				srv.Close()
+				t.Fatalf("the node started on a directory whose verdict is %s", c.verdict)
+			}
+			sameDigests(t, "a refused start", before, digests(t, c.dir))
 			code, out, errb := runCLI(t, "node", "--dir", c.dir, "--listen", "127.0.0.1:0")
 			if code != 1 || out != "" {
 				t.Fatalf("node: exit %d, stdout %q, want 1 and nothing:\n%s", code, out, errb)
