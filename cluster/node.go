@@ -132,6 +132,13 @@ type Options struct {
 	// age, archive size and free disk, approved only by the positional
 	// rules, executed while the node runs. The zero value is off.
 	Retention RetentionOptions
+	// StartGate, if set, is called by Open once the directory is known to
+	// be a stopped matchlog node's (or new) and before Open checks the
+	// recovery plan or writes anything, with Options.FS and Options.Dir.
+	// An error refuses the start: Open returns it as it is, and the
+	// directory is as it was. It must only read. `matchlog node`'s
+	// restart-vs-rebuild gate (cluster/retention's verdict) is one.
+	StartGate func(fsys vfs.FS, dir string) error
 }
 
 // Observer receives measurements (Options.DutyCycle).
@@ -461,8 +468,9 @@ func (n *Node) snapshotTermLength(pauseless bool) int {
 // Before it creates or writes anything Open refuses a directory another
 // program wrote (ErrForeignMarkFile: Aeron's, another service's), a live
 // node's (ErrNodeRunning: a fresh activity timestamp whose process still
-// runs; internal/liveness), and a recovery plan that cannot be carried out
-// on the files as they are (CheckPlan). A missing, incomplete or corrupt
+// runs; internal/liveness), what Options.StartGate refuses (checked first of
+// the two), and a recovery plan that cannot be carried out on the files as
+// they are (CheckPlan). A missing, incomplete or corrupt
 // latest snapshot set stops the start with an error naming it and the fix
 // that applies: `matchlog cluster invalidate-latest-snapshot`
 // (recordinglog.Log.InvalidateLatestSnapshot, undone by

@@ -61,6 +61,11 @@ func (n *Node) open() error {
 		n.opts.Logger.Warn("crash repair: the mark file was cut while it was created; it is written anew",
 			slog.String("file", p), slog.Int64("bytes", size))
 	}
+	if gate := n.opts.StartGate; gate != nil {
+		if err := gate(fsys, n.opts.Dir); err != nil {
+			return err
+		}
+	}
 	if err := n.preflight(); err != nil {
 		return err
 	}

@@ -59,6 +59,11 @@
 // may be lost in any combination, which can leave a zeroed entry before a
 // whole one: Open reports that as corruption, and Repair does not touch it.
 //
+// SeedFromSnapshot (ClusterTool seed-recording-log-from-snapshot) is the
+// one change that replaces the file: it copies it to recording.log.bak
+// (never overwriting one), writes the seeded entries to recording.log.tmp,
+// syncs them and renames that over recording.log.
+//
 // Aeron's own loader is laxer: it stops at a short tail without a word and
 // takes a zeroed entry for a TERM. This package refuses both unless asked
 // to repair, so that a damaged file is never mistaken for a shorter log.

@@ -39,6 +39,13 @@ ClusterTool takes the cluster directory:
                               for a matchlog node also its mark file, log recording, and the
                               latest snapshot set (engine state hash, consensus-module sessions
                               and timers)
+  seed-recording-log-from-snapshot
+                              a migration step, never a retention job: replace recording.log by
+                              the latest complete, loadable snapshot set alone, rebased to log
+                              position 0 (as Aeron's ClusterTool command of that name), after
+                              copying the old file to recording.log.bak (refused if that exists);
+                              prints what it removes from every future blank node's path, and
+                              without --i-understand-this-rebases-to-zero only prints it (exit 1)
 
 Every command works on Aeron's directories and on matchlog's alike, except
 snapshot. Aeron's ClusterTool snapshot asks a RUNNING consensus module (through
@@ -50,7 +57,8 @@ a live node (activity within 10 s and the recorded process still running; --forc
 skips the check) and it refuses an Aeron directory, whose service state it
 cannot load. A snapshot that fails leaves the directory as it was.
 
-invalidate-latest-snapshot, revalidate-snapshot and snapshot refuse a live node.
+invalidate-latest-snapshot, revalidate-snapshot, snapshot and
+seed-recording-log-from-snapshot refuse a live node.
 recovery-plan and describe exit 1, naming each problem and the fix that
 applies, when the plan cannot be carried out.
 
@@ -66,25 +74,30 @@ type clusterFlags struct {
 	mode     string // snapshot
 	workers  int    // snapshot
 	force    bool   // snapshot
+	// seedConfirmed: --i-understand-this-rebases-to-zero
+	// (seed-recording-log-from-snapshot).
+	seedConfirmed bool
 }
 
 // clusterCommands are the commands of `matchlog cluster`.
 var clusterCommands = map[string]func(f *clusterFlags, stdout io.Writer) error{
-	"recording-log":              clusterRecordingLog,
-	"recovery-plan":              clusterRecoveryPlan,
-	"snapshot":                   clusterSnapshot,
-	"invalidate-latest-snapshot": clusterInvalidateLatestSnapshot,
-	"revalidate-snapshot":        clusterRevalidateSnapshot,
-	"describe":                   clusterDescribe,
+	"recording-log":                    clusterRecordingLog,
+	"recovery-plan":                    clusterRecoveryPlan,
+	"snapshot":                         clusterSnapshot,
+	"invalidate-latest-snapshot":       clusterInvalidateLatestSnapshot,
+	"revalidate-snapshot":              clusterRevalidateSnapshot,
+	"describe":                         clusterDescribe,
+	"seed-recording-log-from-snapshot": clusterSeedRecordingLog,
 }
 
 // clusterJSONDocs are the JSON documents of the commands, for their help.
 var clusterJSONDocs = map[string]any{
-	"recording-log":              entriesJSON{},
-	"recovery-plan":              planJSON{},
-	"snapshot":                   snapshotResult{},
-	"invalidate-latest-snapshot": invalidateJSON{},
-	"describe":                   describeDoc{},
+	"recording-log":                    entriesJSON{},
+	"recovery-plan":                    planJSON{},
+	"snapshot":                         snapshotResult{},
+	"invalidate-latest-snapshot":       invalidateJSON{},
+	"describe":                         describeDoc{},
+	"seed-recording-log-from-snapshot": seedJSON{},
 }
 
 // runCluster dispatches `matchlog cluster <command>`.
@@ -106,6 +119,9 @@ func runCluster(args []string, stdout, stderr io.Writer) error {
 		fs.Var(&modes, "snapshot-mode", snapshotModeFlagHelp)
 		fs.IntVar(&f.workers, "workers", 0, workersFlagHelp)
 		fs.BoolVar(&f.force, "force", false, "skip the live-node check (only when sure no node runs in D)")
+	case "seed-recording-log-from-snapshot":
+		fs.IntVar(&f.services, "services", 1, "number of clustered services: the set seeded from must hold all of them")
+		fs.BoolVar(&f.seedConfirmed, seedFlag, false, "do it: without it the command only prints what it would remove, and exits 1")
 	}
 	fs.Usage = usageWithJSON(fs, fmt.Sprintf("usage: matchlog cluster %s --dir D [flags]\n\n", name), clusterJSONDocs[name])
 	if err := parseFlags(fs, args[1:], stderr); err != nil {

@@ -41,6 +41,7 @@ type nodeFlags struct {
 	retMinFree  uint64
 	keep        int
 	delay       time.Duration
+	force       bool
 }
 
 // nodeConfig is `matchlog node`'s command line: the server's options
@@ -75,6 +76,7 @@ func parseNodeFlags(args []string, stderr io.Writer) (nodeConfig, error) {
 	fs.Uint64Var(&f.retMinFree, "retention-min-free-bytes", 0, "automatic retention: propose the oldest log segments while the disk has less free than this (0: no free-disk rule)")
 	fs.IntVar(&f.keep, "keep", 0, "automatic retention: complete snapshot generations to keep; older ones are deleted whole and the log is never cut past the oldest kept (default 2 once a --retention rule is given; giving it alone turns on the deletion of older generations)")
 	fs.DurationVar(&f.delay, "delay", archive.DefaultDeleteDelay, "automatic retention: delay between renaming a file *.deleted and unlinking it; 0 unlinks at once")
+	fs.BoolVar(&f.force, "force", false, "start even when the directory's restart-vs-rebuild verdict is not normal-restart or full-replay (logged as a WARNING)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), "usage: matchlog node --dir D [--listen ADDR] [flags]\n\n"+
 			"Runs a node with the matching engine, serving clients over TCP until SIGINT or\n"+
@@ -87,7 +89,12 @@ func parseNodeFlags(args []string, stderr io.Writer) (nodeConfig, error) {
 			"generation's position) and not into the segment being written; the node then\n"+
 			"detaches, validates its recovery plan and deletes in two phases while it runs.\n"+
 			"Each proposal, approval and refusal is logged (\"retention ...\") and counted\n"+
-			"(matchlog_retention_* with --metrics).\n\n")
+			"(matchlog_retention_* with --metrics).\n\n"+
+			"Before it opens D the node computes D's restart-vs-rebuild verdict (as\n"+
+			"'matchlog retention verdict --member 0=D') and starts only on normal-restart\n"+
+			"or full-replay, or on a first start (no TERM entry in recording.log and no\n"+
+			"recorded log in the archive); any other verdict exits 1 naming the verdict,\n"+
+			"its reasons and the command that applies. --force starts anyway.\n\n")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args, stderr); err != nil {
@@ -161,7 +168,8 @@ func parseNodeFlags(args []string, stderr io.Writer) (nodeConfig, error) {
 	return nodeConfig{Options: server.Options{
 		Addr: f.listen,
 		Node: cluster.Options{Dir: f.dir, FileSyncLevel: syncLevel, SnapshotMode: mode,
-			SnapshotEveryBytes: f.everyBytes, SegmentLength: int32(f.segmentLength), TermLength: termLength, Retention: ret},
+			SnapshotEveryBytes: f.everyBytes, SegmentLength: int32(f.segmentLength), TermLength: termLength, Retention: ret,
+			StartGate: startGate(f.force, logger)},
 		Service:            enginesvc.Options{Workers: f.workers},
 		SessionTimeout:     f.sessionTimeout,
 		SnapshotOnShutdown: f.onExit,

@@ -4,16 +4,13 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/matchlog/matchlog/archive"
-	"github.com/matchlog/matchlog/engine/enginetest"
 	"github.com/matchlog/matchlog/internal/fixtures"
 	"github.com/matchlog/matchlog/internal/vfs"
 )
@@ -188,86 +185,8 @@ func damageEngineSnapshot(t *testing.T, dir string, id int64) {
 	}
 }
 
-// Native node directories for each row of the verdict table, built by
-// stopping nodes at the right moments, copying a directory to make a stale
-// member, purging a live source past it, and damaging the latest snapshot;
-// `retention verdict` computes each, with the numbers behind it. And a
-// running member's plan is refused.
-func TestRetentionScenarios(t *testing.T) {
-	gen := enginetest.NewGen(21, enginetest.GenConfig{})
-	// A live source: 300 commands (the stale copy is taken here), then
-	// 2300 more, a snapshot, 100 more; its log then purged to its C.
-	src := filepath.Join(t.TempDir(), "src")
-	tn := openTestNode(t, src, gen)
-	tn.submit(300)
-	tn.close()
-	stale := copyNode(t, src)
-	tn = openTestNode(t, src, gen)
-	snapshotNode(t, tn, 2300)
-	tn.submit(100)
-	tn.close()
-	full := copyNode(t, src) // the log from 0, one set
-	var pos positionsListJSON
-	if err := json.Unmarshal([]byte(mustCLI(t, "retention", "positions", "--json", "--member", "0="+src)), &pos); err != nil {
-		t.Fatal(err)
-	}
-	c := pos.Members[0].C
-	if c < 131072 {
-		t.Fatalf("source C %d: the purge below would not pass the stale member", c)
-	}
-	mustCLI(t, "archive", "purge", "--dir", filepath.Join(src, "archive"), "--id", "0", "--position", fmt.Sprint(c), "--delay", "0")
-
-	// No snapshot, log from 0 → full replay; the same log detached (by
-	// override) → rebuild unless rebased.
-	noSnap := filepath.Join(t.TempDir(), "nosnap")
-	tn = openTestNode(t, noSnap, enginetest.NewGen(22, enginetest.GenConfig{}))
-	tn.submit(1500)
-	tn.close()
-	rebased := copyNode(t, noSnap)
-	mustCLI(t, "archive", "detach", "--dir", filepath.Join(rebased, "archive"), "--id", "0", "--position", "131072", "--unsafe-past-snapshot")
-
-	// Two sets, the latest damaged → invalidate-latest-snapshot, falling
-	// back to the first set.
-	damaged := copyNode(t, buildTwoSetDir(t))
-	damageEngineSnapshot(t, damaged, 3)
-
-	emptyDisk := filepath.Join(t.TempDir(), "empty")
-	if err := os.MkdirAll(emptyDisk, 0o755); err != nil {
-		t.Fatal(err)
-	}
-
-	for _, c := range []struct {
-		name, dir, live, verdict string
-		reason                   string
-	}{
-		{"normal restart", full, full, "normal-restart", "complete set at S = "},
-		{"normal restart, purged source", src, src, "normal-restart", "the live source retains from L = "},
-		{"stale member, source purged past it", stale, src, "rebuild", "after P = "},
-		{"no snapshot, log from 0", noSnap, noSnap, "full-replay", "a full local replay"},
-		{"no snapshot, log after 0", rebased, noSnap, "rebuild-unless-rebased", "not 0: not a valid initial state"},
-		{"latest set damaged", damaged, damaged, "invalidate-latest-snapshot", "the set at 45120 and its log"},
-		{"empty disk, source from 0", emptyDisk, full, "empty-disk-restart", "retains its log from L = 0"},
-		{"empty disk, source purged", emptyDisk, src, "rebuild-from-image", "after 0: rebuild from a verified image"},
-	} {
-		before := treeHashes(t, c.dir)
-		v := verdictCLI(t, c.dir, c.live)
-		if v.Verdict != c.verdict || !strings.Contains(strings.Join(v.Reasons, "; "), c.reason) {
-			t.Errorf("%s: verdict %s %v, want %s (%q)", c.name, v.Verdict, v.Reasons, c.verdict, c.reason)
-		}
-		sameTree(t, c.name, before, treeHashes(t, c.dir))
-	}
-	if v := verdictCLI(t, damaged, damaged); v.Fallback != 45120 {
-		t.Errorf("damaged: fallback %d, want 45120", v.Fallback)
-	}
-
-	// A running member's plan is refused (member-running).
-	tn = openTestNode(t, copyNode(t, full), enginetest.NewGen(23, enginetest.GenConfig{}))
-	code, out, _ := runCLI(t, "retention", "plan", "--json", "--member", "0="+tn.dir)
-	tn.close()
-	if code != 1 || !strings.Contains(out, `"rule": "member-running"`) || !strings.Contains(out, "this verdict is for a stopped member") {
-		t.Errorf("plan of a running member: exit %d\n%s", code, out)
-	}
-}
+// The verdict rows and refusal rules on native node directories are the
+// scenario files of testdata/retention (TestRetentionScenarioFiles).
 
 // planCLI runs `retention plan --json` with args and returns its exit
 // status and document (the members array: one member's is lifted into it).
@@ -294,75 +213,6 @@ func rules(m planMemberJSON) []string {
 		out = append(out, r.Rule)
 	}
 	return out
-}
-
-// Each refusal rule on native node directories: a protected member behind
-// the cutoff (until --postpone or --withdraw), no complete set, a segment
-// file missing, the log recording left open, model B without a backup, a
-// --cutoff past S; a refused plan exits 1 and changes nothing.
-func TestRetentionPlanRefusals(t *testing.T) {
-	gen := enginetest.NewGen(31, enginetest.GenConfig{})
-	src := filepath.Join(t.TempDir(), "src")
-	tn := openTestNode(t, src, gen)
-	tn.submit(300)
-	tn.close()
-	stale := copyNode(t, src) // P ≈ 45 KB, log from 0: a normal restart against src
-	tn = openTestNode(t, src, gen)
-	snapshotNode(t, tn, 2300)
-	tn.submit(100)
-	tn.close()
-	two := []string{"--member", "0=" + src, "--member", "1=" + stale, "--live", filepath.Join(src, "archive")}
-	before := treeHashes(t, src)
-
-	code, ms := planCLI(t, two...)
-	if code != 1 || ms[0].Approved || !slices.Contains(rules(ms[0]), "protected-member-behind-cutoff") || ms[1].Verdict != "full-replay" {
-		t.Errorf("stale protected member: exit %d, %+v, member 1 %s", code, ms[0].Refusals, ms[1].Verdict)
-	}
-	// Member 1 has no snapshot of its own to keep: its own plan is refused
-	// whatever is chosen for it (exit 1); member 0's is what the choice
-	// decides.
-	code, ms = planCLI(t, append(two, "--withdraw", "1")...)
-	if code != 1 || !slices.Equal(rules(ms[1]), []string{"no-complete-set-retained"}) || !ms[0].Approved || ms[0].Manifest.ProposedStart != ms[0].C || len(ms[0].Manifest.Detach) == 0 || !slices.Equal(ms[0].Manifest.WithdrawnMembers, []int32{1}) {
-		t.Errorf("--withdraw 1: exit %d, member 1 %v, %+v", code, rules(ms[1]), ms[0])
-	}
-	code, ms = planCLI(t, append(two, "--postpone")...)
-	if code != 1 || !ms[0].Approved || !ms[0].Manifest.Postponed || len(ms[0].Manifest.Detach) != 0 {
-		t.Errorf("--postpone: exit %d, %+v", code, ms[0].Manifest)
-	}
-	one := []string{"--member", "0=" + src}
-	if code, ms = planCLI(t, append(one, "--model", "B")...); code != 1 || !slices.Equal(rules(ms[0]), []string{"model-b-without-backup"}) {
-		t.Errorf("model B: %v", rules(ms[0]))
-	}
-	if code, ms = planCLI(t, append(one, "--cutoff", fmt.Sprint(ms[0].S+1))...); code != 1 || !slices.Contains(rules(ms[0]), "cutoff-after-snapshot") {
-		t.Errorf("--cutoff past S: %v", rules(ms[0]))
-	}
-	sameTree(t, "refused plans", before, treeHashes(t, src))
-
-	// No snapshot at all.
-	if code, ms = planCLI(t, "--member", "0="+stale); code != 1 || !slices.Equal(rules(ms[0]), []string{"no-complete-set-retained"}) {
-		t.Errorf("no snapshot: %v", rules(ms[0]))
-	}
-	// A segment file of the log missing.
-	missing := copyNode(t, src)
-	removeFile(t, missing, filepath.Join("archive", archive.SegmentFileName(0, 131072)))
-	if code, ms = planCLI(t, "--member", "0="+missing); code != 1 || !slices.Contains(rules(ms[0]), "catalog-recording-log-files-disagree") {
-		t.Errorf("missing segment: %v", rules(ms[0]))
-	}
-	// The log recording left open (no stop position: a crash).
-	open := copyNode(t, src)
-	cat, err := archive.OpenCatalogFile(vfs.Default, filepath.Join(open, "archive"), archive.CatalogOptions{SyncLevel: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cat.UpdateStopPosition(0, archive.NullPosition); err != nil {
-		t.Fatal(err)
-	}
-	if err := cat.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if code, ms = planCLI(t, "--member", "0="+open); code != 1 || !slices.Contains(rules(ms[0]), "recording-active") || ms[0].P != ms[0].Manifest.StopPosition || ms[0].P <= 0 {
-		t.Errorf("open recording: P %d, %v", ms[0].P, rules(ms[0]))
-	}
 }
 
 // Bad retention command lines are usage errors (exit 2) that name the
