@@ -64,8 +64,10 @@
 // The rules sbegen applies:
 //
 //   - A field with an offset attribute sits there; the offsets must grow
-//     and must not overlap. A field without one follows the previous field,
-//     rounded up to its alignment attribute if it has one. The block length
+//     and must not overlap. A field without one follows the previous field
+//     directly; an alignment attribute is accepted and ignored, as real
+//     SBE's tool (1.34.1) ignores it, so both put the field at the same
+//     offset. The block length
 //     is the end of the last field, or the blockLength attribute, which may
 //     not be smaller. Bytes no field covers (gaps before explicit offsets,
 //     the tail up to an overridden blockLength, gaps inside composites) are
@@ -76,8 +78,10 @@
 //   - Fields come first, then groups, then var data; sbegen rejects any
 //     other order. Groups nest the same way inside an entry.
 //   - Null values are the spec's: the minimum of a signed type, the maximum
-//     of an unsigned type, NaN for floating point, 0 for char, unless the
-//     type sets nullValue. An enum's null is its encoding's null.
+//     of an unsigned type, NaN for floating point (the quiet NaN Java and
+//     real SBE write, 0x7fc00000 and 0x7ff8000000000000, not math.NaN()),
+//     0 for char, unless the type sets nullValue. An enum's null is its
+//     encoding's null.
 //   - A decoder reads with the acting block length and version from the
 //     header. A field past the acting block, or newer (sinceVersion) than the
 //     acting version, reads as its null value; a group or var data field newer

@@ -15,7 +15,8 @@
 // encodings, choices as bits); presence required, optional and constant
 // (constant types and valueRef), nullValue, maxValue on group counts and var
 // data lengths, sinceVersion, deprecated; messages with fields at explicit or
-// computed offsets (with an alignment attribute), blockLength overrides,
+// computed offsets (an alignment attribute is accepted and ignored, as
+// real SBE ignores it), blockLength overrides,
 // repeating groups (nested, any dimensionType), var data (length and
 // varData composites).
 //

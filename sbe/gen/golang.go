@@ -248,7 +248,14 @@ func nullOf(t *Type) string {
 		return "0"
 	}
 	if t.Null == "NaN" {
-		return fmt.Sprintf("%s(math.NaN())", t.Prim.GoType)
+		// Java's canonical quiet NaN, which real SBE writes for a null
+		// float or double; Go's math.NaN() has another bit pattern
+		// (0x7ff8000000000001), so an encoder using it would not write
+		// the bytes SBE writes.
+		if t.Prim.Size == 4 {
+			return "math.Float32frombits(0x7fc00000)"
+		}
+		return "math.Float64frombits(0x7ff8000000000000)"
 	}
 	return fmt.Sprintf("%s(%s)", t.Prim.GoType, t.Null)
 }

@@ -742,12 +742,11 @@ func (s *Schema) block(n *node, b *Block, isMessage bool) error {
 				}
 				cur = off
 			} else if c.has("alignment") {
-				a, err := intAttr(c, "alignment", false, 0)
-				if err != nil {
+				// Accepted and ignored, as real SBE (1.34.1) ignores it: a
+				// field without an offset follows the previous one, and
+				// rounding up would put it where SBE's codecs do not.
+				if _, err := intAttr(c, "alignment", false, 0); err != nil {
 					return err
-				}
-				if a > 0 {
-					cur = (cur + a - 1) / a * a
 				}
 			}
 			f.Offset, prevOff = cur, cur
