@@ -59,6 +59,8 @@ func TestCheckedIn(t *testing.T) {
 		{"../schemas/matchlog-engine.xml", "../enginesbe", "enginesbe"},
 		{"../schemas/matchlog-wire.xml", "../wiresbe", "wiresbe"},
 		{"../gen/testdata/feature.xml", "../internal/featsbe", "featsbe"},
+		{"../schemas/aeron-cluster.xml", "../aeronclustersbe", "aeronclustersbe"},
+		{"../schemas/aeron-archive.xml", "../aeronarchivesbe", "aeronarchivesbe"},
 	} {
 		t.Run(c.pkg, func(t *testing.T) {
 			have, err := os.ReadFile(filepath.Join(c.dir, c.pkg+"_gen.go"))

@@ -144,6 +144,16 @@ func (g *emitter) enum(t *Type) {
 	g.p("// Values of %s.", n)
 	g.p("const (")
 	for _, v := range t.Values {
+		switch {
+		case v.Deprecated > 0 && v.SinceVersion > 0:
+			g.p("// Since schema version %d.", v.SinceVersion)
+			g.p("//")
+			g.p("// Deprecated: since schema version %d.", v.Deprecated)
+		case v.Deprecated > 0:
+			g.p("// Deprecated: since schema version %d.", v.Deprecated)
+		case v.SinceVersion > 0:
+			g.p("// Since schema version %d: a decoder of an older acting version does not expect it.", v.SinceVersion)
+		}
 		g.p("%s%s %s = %s", n, goName(v.Name), n, v.Value)
 	}
 	g.p("%sNullValue %s = %s", n, n, t.NullEnc)
@@ -522,6 +532,9 @@ func (g *emitter) block(b *Block, n string, isMsg bool) {
 		kind = "an entry of group " + b.Name
 	}
 	g.p("// %s encodes %s in place. The zero value is ready for %s.", enc, kind, map[bool]string{true: "WrapForEncode", false: "use through its parent"}[isMsg])
+	if isMsg {
+		deprecated(g, b.Deprecated)
+	}
 	g.p("type %s struct {", enc)
 	g.p("st %s", st)
 	g.p("off int")
@@ -534,6 +547,9 @@ func (g *emitter) block(b *Block, n string, isMsg bool) {
 	g.p("}")
 	g.p("")
 	g.p("// %s decodes %s in place, without copying.", dec, kind)
+	if isMsg {
+		deprecated(g, b.Deprecated)
+	}
 	g.p("type %s struct {", dec)
 	g.p("st %s", st)
 	g.p("off, blockLength int")

@@ -270,8 +270,9 @@ type Colour byte
 
 // Values of Colour.
 const (
-	ColourRed       Colour = 82
-	ColourGreen     Colour = 71
+	ColourRed   Colour = 82
+	ColourGreen Colour = 71
+	// Since schema version 2: a decoder of an older acting version does not expect it.
 	ColourBlue      Colour = 66
 	ColourNullValue Colour = 0
 )
