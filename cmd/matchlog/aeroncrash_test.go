@@ -243,3 +243,147 @@ func samePlan(t *testing.T, ours planJSON, theirs aerontest.RecoveryPlan) {
 		}
 	}
 }
+
+// killedClusterMember starts a one-member Aeron Cluster (a
+// ClusteredMediaDriver with no clustered service: the consensus module
+// elects itself and records its log), waits until its log recording holds
+// data, and kills it with SIGKILL while it records. It returns the
+// directory (cluster/, archive/) and the time of the kill.
+func killedClusterMember(t *testing.T, j *aerontest.Java) (string, time.Time) {
+	t.Helper()
+	d := t.TempDir()
+	port := func() string { return "127.0.0.1:" + strconv.Itoa(aerontest.FreeUDPPort(t)) }
+	archiveEndpoint := port()
+	members := "0," + port() + "," + port() + "," + port() + "," + port() + "," + archiveEndpoint
+	p := j.Start(t, []string{
+		"aeron.dir=" + filepath.Join(d, "aeron"),
+		"aeron.dir.delete.on.start=true",
+		"aeron.threading.mode=SHARED",
+		"aeron.shared.idle.strategy=sleep-ms",
+		"aeron.term.buffer.sparse.file=true",
+		"aeron.archive.dir=" + archiveDir(d),
+		"aeron.archive.threading.mode=SHARED",
+		"aeron.archive.idle.strategy=sleep-ms",
+		"aeron.archive.control.channel=aeron:udp?endpoint=" + archiveEndpoint,
+		"aeron.archive.replication.channel=aeron:udp?endpoint=127.0.0.1:0",
+		"aeron.archive.segment.file.length=131072",
+		"aeron.cluster.dir=" + clusterDir(d),
+		"aeron.cluster.member.id=0",
+		"aeron.cluster.members=" + members,
+		"aeron.cluster.ingress.channel=aeron:udp?term-length=65536",
+		"aeron.cluster.log.channel=aeron:udp?term-length=65536",
+		"aeron.cluster.replication.channel=aeron:udp?endpoint=127.0.0.1:0",
+		"aeron.cluster.service.count=0",
+		"aeron.cluster.idle.strategy=sleep-ms",
+	}, aerontest.ClusteredMediaDriver)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if stop := activeLogData(archiveDir(d)); stop > 0 {
+			break
+		}
+		if done, err := p.Exited(); done {
+			t.Fatalf("%s exited (%v) before its log held data; output:\n%s", aerontest.ClusteredMediaDriver, err, p.Output())
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: no log data after 60 s; output:\n%s", aerontest.ClusteredMediaDriver, p.Output())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := p.Crash(); err != nil {
+		t.Fatal(err)
+	}
+	return d, time.Now()
+}
+
+// activeLogData is the stop recording 0 of the catalog in adir would settle
+// to, while it is active; 0 while there is nothing to read yet.
+func activeLogData(adir string) int64 {
+	cat, err := archive.OpenCatalogFile(vfs.Default, adir, archive.CatalogOptions{ReadOnly: true})
+	if err != nil {
+		return 0
+	}
+	defer cat.Close()
+	d, err := cat.Descriptor(0)
+	if err != nil || d.StopPosition != archive.NullPosition {
+		return 0
+	}
+	stop, _, err := archive.ComputeStopPosition(vfs.Default, adir, d)
+	if err != nil {
+		return 0
+	}
+	return stop
+}
+
+// TestAeronKilledMember: a member of a real Aeron Cluster killed with
+// SIGKILL while it records its log (catalog stop -1, TERM entry open). On
+// it, `matchlog cluster recovery-plan` and `archive verify` only read, and
+// agree with real Aeron: ArchiveTool verify -a (on a copy) says OK and
+// writes the stop matchlog settles to, and ClusterTool recovery-plan, asked
+// of an archive started on another copy, prints matchlog's plan.
+func TestAeronKilledMember(t *testing.T) {
+	j := aerontest.Require(t)
+	d, killed := killedClusterMember(t, j)
+
+	cat, err := archive.OpenCatalogFile(vfs.Default, archiveDir(d), archive.CatalogOptions{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	desc, err := cat.Descriptor(0)
+	cat.Close()
+	if err != nil || desc.StopPosition != archive.NullPosition {
+		t.Fatalf("log recording after the kill: %+v, %v; want it active (stop -1)", desc, err)
+	}
+	before := treeHashes(t, d)
+	var ours planJSON
+	if err := json.Unmarshal([]byte(mustCLI(t, "cluster", "recovery-plan", "--dir", d, "--services", "0", "--json")), &ours); err != nil {
+		t.Fatal(err)
+	}
+	var rep verifyReportJSON
+	if err := json.Unmarshal([]byte(mustCLI(t, "archive", "verify", "--all", "--dir", d, "--json")), &rep); err != nil {
+		t.Fatal(err)
+	}
+	sameTree(t, "recovery-plan and verify", before, treeHashes(t, d))
+	if ours.Log == nil || ours.Log.LogPosition != -1 || ours.AppendedLogPosition <= 0 || ours.AppendedLogPosition != ours.Log.StopPosition {
+		t.Fatalf("matchlog recovery-plan of the killed member: %+v (log %+v); want an open TERM and the settled stop", ours, ours.Log)
+	}
+	if len(rep.Recordings) != 1 || !rep.OK || !rep.Recordings[0].Settled || rep.Recordings[0].ComputedStop != ours.AppendedLogPosition {
+		t.Fatalf("matchlog archive verify: %+v; want recording 0 OK, settled to %d", rep, ours.AppendedLogPosition)
+	}
+	t.Logf("killed member: log recording settles to %d", ours.AppendedLogPosition)
+
+	v := t.TempDir()
+	fixtures.CopyDirs(t, d, v, "archive")
+	r, err := j.Run(t, 0, nil, aerontest.ArchiveTool, archiveDir(v), "verify", "-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("ArchiveTool verify -a on the killed member:\n%s", strings.TrimSpace(r.Stdout))
+	if r.ExitCode != 0 || strings.TrimSpace(r.Stdout) != "(recordingId=0) OK" {
+		t.Errorf("ArchiveTool verify -a: exit %d\n%s%s", r.ExitCode, r.Stdout, r.Stderr)
+	}
+	cat, err = archive.OpenCatalogFile(vfs.Default, archiveDir(v), archive.CatalogOptions{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	written, err := cat.Descriptor(0)
+	cat.Close()
+	if err != nil || written.StopPosition != ours.AppendedLogPosition {
+		t.Errorf("ArchiveTool verify wrote stop %d (%v); matchlog settled to %d", written.StopPosition, err, ours.AppendedLogPosition)
+	}
+
+	// The killed archive's mark file counts as active for 10 s.
+	a := t.TempDir()
+	fixtures.CopyDirs(t, d, a, "cluster", "archive")
+	time.Sleep(time.Until(killed.Add(11 * time.Second)))
+	arc := j.StartArchivingMediaDriver(t, archiveDir(a), 30*time.Second)
+	out := j.MustRun(t, arc.ClientProps(), aerontest.ClusterTool, clusterDir(a), "recovery-plan", "0")
+	if err := arc.Stop(); err != nil {
+		t.Error(err)
+	}
+	t.Logf("ClusterTool recovery-plan 0 on the killed member:\n%s", strings.TrimSpace(out))
+	theirs, err := aerontest.ParseRecoveryPlan(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	samePlan(t, ours, theirs)
+}
