@@ -206,20 +206,27 @@ func checkDescriptorGeometry(d *RecordingDescriptor) error {
 // (FrameProblem.Unverified, see ScanResult.UnverifiedEnd), is not counted.
 // Nothing is written.
 func ComputeStopPosition(fsys vfs.FS, dir string, d RecordingDescriptor) (int64, ScanResult, error) {
+	stop, res, _, err := computeStopPosition(fsys, dir, d)
+	return stop, res, err
+}
+
+// computeStopPosition is ComputeStopPosition, also returning the name of
+// the segment file scanned ("" if none).
+func computeStopPosition(fsys vfs.FS, dir string, d RecordingDescriptor) (int64, ScanResult, string, error) {
 	segs, _, err := segmentIndex(fsys, dir)
 	if err != nil {
-		return 0, ScanResult{}, err
+		return 0, ScanResult{}, "", err
 	}
 	files := segs[d.RecordingID]
 	if len(files) == 0 {
-		return d.StartPosition, ScanResult{LastFrameOffset: -1}, nil
+		return d.StartPosition, ScanResult{LastFrameOffset: -1}, "", nil
 	}
 	last := files[len(files)-1]
 	res, err := scanFile(fsys, dir, last, d)
 	if err != nil {
-		return 0, res, err
+		return 0, res, last.Name, err
 	}
-	return max(last.Base+res.End, d.StartPosition), res, nil
+	return max(last.Base+res.End, d.StartPosition), res, last.Name, nil
 }
 
 func scanFile(fsys vfs.FS, dir string, s SegmentFile, d RecordingDescriptor) (ScanResult, error) {
@@ -370,6 +377,12 @@ type RecordingReport struct {
 	TruncatedAt   int64 // file offset in LastSegment
 	StopUpdated   bool
 	MarkedInvalid bool
+	// Settled: the entry is VALID with stop position -1 (active, or left
+	// active by a crash), its last segment ends cleanly, and ComputedStop
+	// is the stop Aeron's archive settles it to when it opens the catalog
+	// (SettleStopPosition). Not a problem, and nothing is written (with
+	// Truncate the stop is written instead: StopUpdated).
+	Settled bool
 	// Segment files outside the catalog range [base(start), base(stop)],
 	// and bases inside it with no file.
 	OrphanSegments  []string
@@ -404,7 +417,10 @@ func (r *VerifyReport) OK() bool {
 //     start and 32-aligned;
 //  2. start and stop must not lie past the highest segment file;
 //  3. the stop position is recomputed from the last segment (see
-//     ComputeStopPosition), which also finds a torn tail;
+//     ComputeStopPosition), which also finds a torn tail; a VALID entry
+//     with stop -1 whose last segment ends cleanly is settled to it, as
+//     Aeron's archive settles it on opening (RecordingReport.Settled), and
+//     is OK;
 //  4. the last segment (every segment with AllSegments) is scanned: each
 //     frame's term offset, term id and stream id must match its position.
 //
@@ -580,7 +596,12 @@ func verifyEntry(fsys vfs.FS, dir string, c *Catalog, index int, e CatalogEntry,
 	}
 
 	if rr.ComputedStop != stop {
-		if stop == NullPosition {
+		if stop == NullPosition && e.State == StateValid && rr.Scan.Problem == nil && !opts.Truncate {
+			// Active (or left active by a crash): Aeron's archive settles
+			// it to the computed stop when it opens the catalog
+			// (SettleStopPosition), and ArchiveTool verify says OK.
+			rr.Settled = true
+		} else if stop == NullPosition {
 			rr.Problems = append(rr.Problems, fmt.Sprintf("stopPosition unknown (-1), computed %d", rr.ComputedStop))
 		} else {
 			rr.Problems = append(rr.Problems, fmt.Sprintf("stored stopPosition=%d, computed %d", stop, rr.ComputedStop))
@@ -601,7 +622,7 @@ func verifyEntry(fsys vfs.FS, dir string, c *Catalog, index int, e CatalogEntry,
 	case rr.Scan.Problem != nil && !rr.Truncated:
 		rr.Status = StatusTornTail
 	case len(rr.OrphanSegments) > 0 || len(rr.MissingSegments) > 0 ||
-		(rr.ComputedStop != stop && !rr.StopUpdated) || len(rr.WrongSizeSegments) > 0:
+		(rr.ComputedStop != stop && !rr.StopUpdated && !rr.Settled) || len(rr.WrongSizeSegments) > 0:
 		rr.Status = StatusWarning
 	default:
 		rr.Status = StatusOK

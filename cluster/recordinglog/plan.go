@@ -168,6 +168,10 @@ func (l *Log) CreateRecoveryPlan(recs Recordings, serviceCount int) (*RecoveryPl
 //     "unknown recording id"); replay starts at the snapshot's position, or
 //     at the recording's start when there is no snapshot, and ends at the
 //     recording's stop position;
+//   - the recording's stop is what recs says: Aeron's createRecoveryPlan
+//     asks the running archive, which has settled an active recording
+//     (stop -1) to its last whole frame when it opened the catalog; pass
+//     an archive.SettledCatalog to see the same on a stopped directory;
 //   - lastLeadershipTermId and lastTermBaseLogPosition come from the TERM
 //     (else the snapshot, else -1 and 0); appendedLogPosition is the
 //     recording's stop (else the snapshot's position); committedLogPosition
@@ -213,6 +217,11 @@ func PlanRecovery(entries []Entry, recs Recordings, serviceCount int) (*Recovery
 	if logIndex >= 0 {
 		e := &entries[logIndex]
 		d, err := recs.Descriptor(e.RecordingID)
+		if errors.Is(err, archive.ErrUnsettled) {
+			// Known, but active and not settleable without a repair
+			// (see archive.SettledCatalog): not an unknown recording.
+			return nil, fmt.Errorf("recordinglog: log recording %d (TERM of leadership term %d): %w", e.RecordingID, e.LeadershipTermID, err)
+		}
 		if err != nil {
 			return nil, &UnknownRecordingError{Entry: *e, Err: err}
 		}

@@ -30,7 +30,9 @@ ArchiveTool takes it:
             their sizes, files pending deletion (*.deleted) and unknown segment files
   verify    ArchiveTool verify: [--all] scan every segment, [--truncate] cut a
             torn tail and fix the stop position, [--mark-invalid], [--id N];
-            exit 1 when a recording is not OK
+            an active recording (stop -1, as a crash leaves it) that ends in a
+            whole frame is OK, its stop settled as Aeron's archive settles it
+            (not written without --truncate); exit 1 when a recording is not OK
   detach    --id N --position P: move the recording's start to the segment
             boundary P (Aeron's detachSegments); the files stay
   delete    --id N: rename the segment files below the start to *.deleted and,
@@ -381,6 +383,7 @@ type verifyJSON struct {
 	TruncatedAt     int64            `json:"truncated_at,omitempty" doc:"file offset in last_segment"`
 	StopUpdated     bool             `json:"stop_updated"`
 	MarkedInvalid   bool             `json:"marked_invalid"`
+	Settled         bool             `json:"settled" doc:"active (stored stop -1, as a crash leaves it): computed_stop_position is the stop Aeron's archive settles it to on opening; OK, nothing written"`
 	OrphanSegments  []segmentRefJSON `json:"orphan_segments" doc:"files outside the recording's range"`
 	MissingSegments []segmentRefJSON `json:"missing_segments" doc:"segments inside the range with no file"`
 }
@@ -410,7 +413,7 @@ func archiveVerify(f *archiveFlags, stdout io.Writer) error {
 		recs := []verifyJSON{}
 		for _, r := range rep.Recordings {
 			recs = append(recs, verifyJSON{r.RecordingID, r.State.String(), r.Status.String(), append([]string{}, r.Problems...),
-				r.StoredStop, r.ComputedStop, r.LastSegment, r.Truncated, r.TruncatedAt, r.StopUpdated, r.MarkedInvalid,
+				r.StoredStop, r.ComputedStop, r.LastSegment, r.Truncated, r.TruncatedAt, r.StopUpdated, r.MarkedInvalid, r.Settled,
 				segmentRefs(r.OrphanSegments), segmentRefs(r.MissingSegments)})
 		}
 		err = writeJSON(stdout, verifyReportJSON{rep.OK(), recs, append([]string{}, rep.UnknownSegments...)})
@@ -426,6 +429,9 @@ func archiveVerify(f *archiveFlags, stdout io.Writer) error {
 			}
 			if r.MarkedInvalid {
 				b.WriteString(", marked INVALID")
+			}
+			if r.Settled {
+				fmt.Fprintf(&b, ", active: stop -1 settles to %d (as Aeron's archive on opening; not written)", r.ComputedStop)
 			}
 			b.WriteByte('\n')
 			for _, p := range r.Problems {

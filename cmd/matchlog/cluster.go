@@ -188,7 +188,9 @@ func clusterRecoveryPlan(f *clusterFlags, stdout io.Writer) error {
 		return catalogRemedy(d, err)
 	}
 	defer cat.Close()
-	p, err := l.CreateRecoveryPlan(cat, services)
+	// As Aeron's archive sees the catalog once it is open: a recording a
+	// crash left active settled to its last whole frame (read-only).
+	p, err := l.CreateRecoveryPlan(archive.SettledCatalog{FS: vfs.Default, Dir: archiveDir(d), Catalog: cat}, services)
 	if err != nil {
 		return cluster.ExplainPlanError(d, cat, err)
 	}
@@ -585,7 +587,7 @@ func describeNode(d string, mark *clusterMark, l *recordinglog.Log, entries []re
 		return n
 	}
 	defer cat.Close()
-	plan, err := l.CreateRecoveryPlan(cat, 1)
+	plan, err := l.CreateRecoveryPlan(archive.SettledCatalog{FS: vfs.Default, Dir: archiveDir(d), Catalog: cat}, 1)
 	if err != nil {
 		problem("recovery plan: %v", err)
 		return n

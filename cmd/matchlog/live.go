@@ -133,7 +133,7 @@ func describePlanFeasible(d string, l *recordinglog.Log) error {
 		return catalogRemedy(d, err)
 	}
 	defer cat.Close()
-	p, err := l.CreateRecoveryPlan(cat, 1)
+	p, err := l.CreateRecoveryPlan(archive.SettledCatalog{FS: vfs.Default, Dir: archiveDir(d), Catalog: cat}, 1)
 	if err != nil {
 		return cluster.ExplainPlanError(d, cat, err)
 	}

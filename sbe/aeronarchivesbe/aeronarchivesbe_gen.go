@@ -223,8 +223,9 @@ type RecordingState int32
 
 // Values of RecordingState.
 const (
-	RecordingStateINVALID   RecordingState = 0
-	RecordingStateVALID     RecordingState = 1
+	RecordingStateINVALID RecordingState = 0
+	RecordingStateVALID   RecordingState = 1
+	// Since schema version 10: a decoder of an older acting version does not expect it.
 	RecordingStateDELETED   RecordingState = 2
 	RecordingStateNullValue RecordingState = -2147483648
 )

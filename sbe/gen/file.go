@@ -8,16 +8,30 @@ import (
 	"path/filepath"
 )
 
-// ParseFile parses and validates the schema in file; errors name the file.
+// ParseFile parses and validates the schema in file; errors name the file
+// (or the included file they are in). XInclude include elements
+// (namespace [XIncludeNamespace], parse="xml", no xpointer) are replaced
+// by the root element of the file their href names, relative to the
+// including file, as real SBE's parser does with sbe.xinclude.aware: the
+// common way to share types between schemas.
 func ParseFile(file string) (*Schema, error) {
 	b, err := os.ReadFile(file)
 	if err != nil {
 		return nil, err
 	}
-	s, err := Parse(bytes.NewReader(b))
+	var s *Schema
+	root, err := parseTree(bytes.NewReader(b))
+	if err == nil {
+		err = expandIncludes(root, filepath.Dir(file), 0, os.ReadFile)
+	}
+	if err == nil {
+		s, err = parseSchema(root)
+	}
 	var se *Error
 	if errors.As(err, &se) {
-		se.File = file
+		if se.File == "" {
+			se.File = file
+		}
 		return nil, se
 	}
 	if err != nil {

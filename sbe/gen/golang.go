@@ -144,6 +144,16 @@ func (g *emitter) enum(t *Type) {
 	g.p("// Values of %s.", n)
 	g.p("const (")
 	for _, v := range t.Values {
+		switch {
+		case v.Deprecated > 0 && v.SinceVersion > 0:
+			g.p("// Since schema version %d.", v.SinceVersion)
+			g.p("//")
+			g.p("// Deprecated: since schema version %d.", v.Deprecated)
+		case v.Deprecated > 0:
+			g.p("// Deprecated: since schema version %d.", v.Deprecated)
+		case v.SinceVersion > 0:
+			g.p("// Since schema version %d: a decoder of an older acting version does not expect it.", v.SinceVersion)
+		}
 		g.p("%s%s %s = %s", n, goName(v.Name), n, v.Value)
 	}
 	g.p("%sNullValue %s = %s", n, n, t.NullEnc)
@@ -248,7 +258,14 @@ func nullOf(t *Type) string {
 		return "0"
 	}
 	if t.Null == "NaN" {
-		return fmt.Sprintf("%s(math.NaN())", t.Prim.GoType)
+		// Java's canonical quiet NaN, which real SBE writes for a null
+		// float or double; Go's math.NaN() has another bit pattern
+		// (0x7ff8000000000001), so an encoder using it would not write
+		// the bytes SBE writes.
+		if t.Prim.Size == 4 {
+			return "math.Float32frombits(0x7fc00000)"
+		}
+		return "math.Float64frombits(0x7ff8000000000000)"
 	}
 	return fmt.Sprintf("%s(%s)", t.Prim.GoType, t.Null)
 }
@@ -515,6 +532,9 @@ func (g *emitter) block(b *Block, n string, isMsg bool) {
 		kind = "an entry of group " + b.Name
 	}
 	g.p("// %s encodes %s in place. The zero value is ready for %s.", enc, kind, map[bool]string{true: "WrapForEncode", false: "use through its parent"}[isMsg])
+	if isMsg {
+		deprecated(g, b.Deprecated)
+	}
 	g.p("type %s struct {", enc)
 	g.p("st %s", st)
 	g.p("off int")
@@ -527,6 +547,9 @@ func (g *emitter) block(b *Block, n string, isMsg bool) {
 	g.p("}")
 	g.p("")
 	g.p("// %s decodes %s in place, without copying.", dec, kind)
+	if isMsg {
+		deprecated(g, b.Deprecated)
+	}
 	g.p("type %s struct {", dec)
 	g.p("st %s", st)
 	g.p("off, blockLength int")

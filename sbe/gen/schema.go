@@ -195,15 +195,26 @@ func (e *Error) Error() string {
 }
 
 func errAt(n *node, format string, args ...any) error {
-	return &Error{Line: n.line, Msg: n.where() + ": " + fmt.Sprintf(format, args...)}
+	return &Error{File: n.file, Line: n.line, Msg: n.where() + ": " + fmt.Sprintf(format, args...)}
 }
 
 // Parse reads and validates an SBE 1.0 XML schema.
+//
+// A schema with XInclude elements needs [ParseFile], which resolves their
+// hrefs relative to the schema file; Parse rejects them.
 func Parse(r io.Reader) (*Schema, error) {
 	root, err := parseTree(r)
 	if err != nil {
 		return nil, err
 	}
+	if inc := findInclude(root); inc != nil {
+		return nil, errAt(inc, "XInclude of %q: Parse has no directory to resolve it in; use ParseFile", inc.attr("href"))
+	}
+	return parseSchema(root)
+}
+
+func parseSchema(root *node) (*Schema, error) {
+	var err error
 	if root.name != "messageSchema" {
 		return nil, errAt(root, "root element must be messageSchema")
 	}
@@ -288,6 +299,9 @@ func Parse(r io.Reader) (*Schema, error) {
 		}
 		ids[m.ID], names[m.Name] = c, c
 		s.Messages = append(s.Messages, m)
+	}
+	if err := s.checkGoNames(); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
@@ -697,7 +711,10 @@ func (s *Schema) block(n *node, b *Block, isMessage bool) error {
 		if p, ok := names[name]; ok {
 			return errAt(c, "duplicate name in %s (first at line %d)", b.Name, p.line)
 		}
-		names[name] = c
+		if p, ok := names[goNameKey+goName(name)]; ok {
+			return errAt(c, "name becomes the Go name %s, as %q at line %d does: rename one", goName(name), p.attr("name"), p.line)
+		}
+		names[name], names[goNameKey+goName(name)] = c, c
 		id, err := intAttr(c, "id", true, 0)
 		if err != nil {
 			return err
@@ -742,12 +759,11 @@ func (s *Schema) block(n *node, b *Block, isMessage bool) error {
 				}
 				cur = off
 			} else if c.has("alignment") {
-				a, err := intAttr(c, "alignment", false, 0)
-				if err != nil {
+				// Accepted and ignored, as real SBE (1.34.1) ignores it: a
+				// field without an offset follows the previous one, and
+				// rounding up would put it where SBE's codecs do not.
+				if _, err := intAttr(c, "alignment", false, 0); err != nil {
 					return err
-				}
-				if a > 0 {
-					cur = (cur + a - 1) / a * a
 				}
 			}
 			f.Offset, prevOff = cur, cur

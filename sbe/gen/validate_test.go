@@ -126,6 +126,18 @@ func TestRejects(t *testing.T) {
 <field name="next" id="1" type="int8"/>
 </group>
 </sbe:message>`, 11, "collides with a generated method"},
+		{"field names meeting in Go", "", "", `<sbe:message name="M" id="1">
+<field name="a_b" id="1" type="int8"/>
+<field name="aB" id="2" type="int8"/>
+</sbe:message>`, 11, `becomes the Go name AB, as "a_b" at line 10 does`},
+		{"enum values meeting in Go", "", `<enum name="E" encodingType="uint8"><validValue name="A_B">1</validValue><validValue name="AB">2</validValue></enum>`, "", 7,
+			`value "AB" of enum "E" generates the Go identifier EAB, as value "A_B" of enum "E"`},
+		{"type names meeting in Go", "", `<composite name="side"><type name="x" primitiveType="int8"/></composite>
+<enum name="Side" encodingType="uint8"><validValue name="B">1</validValue></enum>`, "", 8, `type "Side" generates the Go identifier Side, as type "side"`},
+		{"group types meeting message types in Go", "", "", `<sbe:message name="M" id="1">
+<group name="legs" id="1"/>
+</sbe:message>
+<sbe:message name="MLegs" id="2"/>`, 12, `generates the Go identifier MLegsEncoder`},
 		{"self-referencing composite", "", `<composite name="C">
 <ref name="me" type="C"/>
 </composite>`, "", 7, "refers to itself"},

@@ -78,12 +78,11 @@ func TestGoldenBigEndian(t *testing.T) {
 		"47",                            // colour @28 'G'
 		"000000",                        // gap before flags @32
 		"0201",                          // flags: bits 9 and 0
-		"000000000000",                  // constants take no space; ratio aligned to 8
-		"3ff8000000000000",              // ratio @40 = 1.5
-		"0001 ffff 0002",                // ticks @48
-		"fd",                            // old @54
-		"01020304",                      // added @55
-		"0000000000",                    // blockLength override pads to 64
+		"3ff8000000000000",              // ratio @34 = 1.5: constants take no space, alignment="8" is ignored (as by real SBE)
+		"0001 ffff 0002",                // ticks @42
+		"fd",                            // old @48
+		"01020304",                      // added @49
+		"0000000000000000000000",        // blockLength override pads to 64
 		"001d 0001",                     // legs: entry block 29, 1 entry
 		"00000001 40000000 00000000 52", // box.lo: x, y, gap inside the composite, colour @12
 		"ffffffff 00000000 00000000 42", // box.hi
@@ -173,7 +172,7 @@ func TestOptionalNulls(t *testing.T) {
 	}
 }
 
-// TestOlderVersion decodes a version-2 message: a block of 55 bytes without
+// TestOlderVersion decodes a version-2 message: a block of 49 bytes without
 // "added", no extras group and no comment.
 func TestOlderVersion(t *testing.T) {
 	buf := make([]byte, 256)
@@ -182,11 +181,11 @@ func TestOlderVersion(t *testing.T) {
 	e.Id(1).Added(77)
 	legs, _ := e.LegsCount(0)
 	_ = legs
-	// A v2 encoder wrote 55 bytes of block: move the rest down by hand.
+	// A v2 encoder wrote 49 bytes of block: move the rest down by hand.
 	_ = e.PutPayload([]byte{5})
-	v2 := append(append([]byte(nil), buf[:55]...), buf[64:e.EncodedLength()]...)
+	v2 := append(append([]byte(nil), buf[:49]...), buf[64:e.EncodedLength()]...)
 	var d ThingDecoder
-	if err := d.WrapForDecode(v2, 0, 55, 2); err != nil {
+	if err := d.WrapForDecode(v2, 0, 49, 2); err != nil {
 		t.Fatal(err)
 	}
 	if d.Id() != 1 || d.HasAdded() || d.Added() != math.MinInt32 {

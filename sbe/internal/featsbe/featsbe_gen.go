@@ -270,8 +270,9 @@ type Colour byte
 
 // Values of Colour.
 const (
-	ColourRed       Colour = 82
-	ColourGreen     Colour = 71
+	ColourRed   Colour = 82
+	ColourGreen Colour = 71
+	// Since schema version 2: a decoder of an older acting version does not expect it.
 	ColourBlue      Colour = 66
 	ColourNullValue Colour = 0
 )
@@ -378,7 +379,7 @@ func (c Point) SetX(v int32) Point {
 // Y returns field y, or its null value when absent in the acting version.
 func (c Point) Y() float32 {
 	if c.off+8 > len(c.buf) {
-		return float32(math.NaN())
+		return math.Float32frombits(0x7fc00000)
 	}
 	return math.Float32frombits(binary.BigEndian.Uint32(c.buf[c.off+4:]))
 }
@@ -622,10 +623,10 @@ func (d *ThingDecoder) Level() Level { return LevelHigh }
 
 // Ratio returns field ratio, or its null value when absent in the acting version.
 func (d *ThingDecoder) Ratio() float64 {
-	if d.blockLength < 48 {
-		return float64(math.NaN())
+	if d.blockLength < 42 {
+		return math.Float64frombits(0x7ff8000000000000)
 	}
-	return math.Float64frombits(binary.BigEndian.Uint64(d.st.buf[d.off+40:]))
+	return math.Float64frombits(binary.BigEndian.Uint64(d.st.buf[d.off+34:]))
 }
 
 // HasRatio reports whether ratio is present and not null.
@@ -635,25 +636,27 @@ func (d *ThingDecoder) HasRatio() bool {
 
 // Ratio sets field ratio.
 func (e *ThingEncoder) Ratio(v float64) *ThingEncoder {
-	binary.BigEndian.PutUint64(e.st.buf[e.off+40:], math.Float64bits(v))
+	binary.BigEndian.PutUint64(e.st.buf[e.off+34:], math.Float64bits(v))
 	return e
 }
 
 // RatioNull sets optional field ratio to its null value.
-func (e *ThingEncoder) RatioNull() *ThingEncoder { return e.Ratio(float64(math.NaN())) }
+func (e *ThingEncoder) RatioNull() *ThingEncoder {
+	return e.Ratio(math.Float64frombits(0x7ff8000000000000))
+}
 
 // Ticks returns element i of array ticks (length 3), or the null value when absent or out of range.
 func (d *ThingDecoder) Ticks(i int) int16 {
-	if d.blockLength < 54 || uint(i) >= 3 {
+	if d.blockLength < 48 || uint(i) >= 3 {
 		return int16(-32768)
 	}
-	return int16(binary.BigEndian.Uint16(d.st.buf[d.off+48+i*2:]))
+	return int16(binary.BigEndian.Uint16(d.st.buf[d.off+42+i*2:]))
 }
 
 // Ticks sets element i of array ticks; an index out of range is ignored.
 func (e *ThingEncoder) Ticks(i int, v int16) *ThingEncoder {
 	if uint(i) < 3 {
-		binary.BigEndian.PutUint16(e.st.buf[e.off+48+i*2:], uint16(v))
+		binary.BigEndian.PutUint16(e.st.buf[e.off+42+i*2:], uint16(v))
 	}
 	return e
 }
@@ -662,26 +665,26 @@ func (e *ThingEncoder) Ticks(i int, v int16) *ThingEncoder {
 //
 // Deprecated: since schema version 2.
 func (d *ThingDecoder) Old() int8 {
-	if d.blockLength < 55 {
+	if d.blockLength < 49 {
 		return int8(-128)
 	}
-	return int8(d.st.buf[d.off+54])
+	return int8(d.st.buf[d.off+48])
 }
 
 // Old sets field old.
 //
 // Deprecated: since schema version 2.
 func (e *ThingEncoder) Old(v int8) *ThingEncoder {
-	e.st.buf[e.off+54] = byte(v)
+	e.st.buf[e.off+48] = byte(v)
 	return e
 }
 
 // Added returns field added, or its null value when absent in the acting version.
 func (d *ThingDecoder) Added() int32 {
-	if d.st.version < 2 || d.blockLength < 59 {
+	if d.st.version < 2 || d.blockLength < 53 {
 		return int32(-2147483648)
 	}
-	return int32(binary.BigEndian.Uint32(d.st.buf[d.off+55:]))
+	return int32(binary.BigEndian.Uint32(d.st.buf[d.off+49:]))
 }
 
 // HasAdded reports whether added is present and not null.
@@ -691,7 +694,7 @@ func (d *ThingDecoder) HasAdded() bool {
 
 // Added sets field added.
 func (e *ThingEncoder) Added(v int32) *ThingEncoder {
-	binary.BigEndian.PutUint32(e.st.buf[e.off+55:], uint32(v))
+	binary.BigEndian.PutUint32(e.st.buf[e.off+49:], uint32(v))
 	return e
 }
 
@@ -1217,8 +1220,7 @@ func (e *ThingEncoder) WrapForEncode(buf []byte, offset int) error {
 	e.st = state{buf: buf, limit: offset + ThingBlockLength, version: SchemaVersion}
 	e.off = offset
 	clear(e.st.buf[e.off+29 : e.off+32])
-	clear(e.st.buf[e.off+34 : e.off+40])
-	clear(e.st.buf[e.off+59 : e.off+64])
+	clear(e.st.buf[e.off+53 : e.off+64])
 	return nil
 }
 
