@@ -1,0 +1,221 @@
+package aeronhost
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	aatomic "github.com/lirm/aeron-go/aeron/atomic"
+	"github.com/lirm/aeron-go/aeron/counters"
+	"github.com/lirm/aeron-go/aeron/util"
+)
+
+// The layout of the media driver's cnc.dat that the host reads (Aeron's
+// CncFileDescriptor, as aeron-go's counters.MetaDataFlyweight maps it): a
+// header whose first int32 is the version (written last, so a zero
+// version is a driver still creating the file), the buffer lengths, then,
+// at cncHeaderLength, the to-driver ring buffer, whose trailer holds the
+// driver's heartbeat (epoch ms, updated by the driver's conductor).
+const (
+	cncHeaderLength     = int64(util.CacheLineLength * 2)
+	cncLengthsEnd       = 24 // version and the five buffer lengths
+	rbTrailerLength     = int64(util.CacheLineLength * 12)
+	rbHeartbeatInTrailr = int64(util.CacheLineLength * 10)
+
+	// commitPosCounterTypeID is the type of the consensus module's
+	// commit-position counter, keyed by the cluster id (aeron-go waits
+	// for it at start).
+	commitPosCounterTypeID = 203
+
+	// watchInterval is how often Run checks the driver and the
+	// consensus module.
+	watchInterval = 50 * time.Millisecond
+	// exitGrace is how long Run waits for the container goroutine to end
+	// once the driver or consensus module is gone; after it Run returns
+	// anyway (the goroutine is stuck in aeron-go).
+	exitGrace = time.Second
+)
+
+// errDriverStarting is a cnc.dat that is not there or not complete yet;
+// errDriverStale one whose driver has not beaten within the timeout.
+var (
+	errDriverStarting = errors.New("driver still starting")
+	errDriverStale    = errors.New("no media driver heartbeat")
+)
+
+// driverHeartbeat reads cnc.dat at path: the driver's last heartbeat
+// (epoch ms). It returns errDriverStarting (wrapped) while the file is
+// missing, short or of version 0, and a plain error for a version aeron-go
+// does not read. It reads with pread, never a mapping, so a file that is
+// being replaced cannot fault the process.
+func driverHeartbeat(path string) (int64, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, fmt.Errorf("%w: no %s", errDriverStarting, path)
+	}
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	var hdr [cncLengthsEnd]byte
+	if _, err := f.ReadAt(hdr[:], 0); err != nil {
+		if errors.Is(err, io.EOF) {
+			return 0, fmt.Errorf("%w: %s is shorter than its header", errDriverStarting, path)
+		}
+		return 0, err
+	}
+	version := int32(binary.LittleEndian.Uint32(hdr[0:]))
+	if version == 0 {
+		return 0, fmt.Errorf("%w: %s has version 0", errDriverStarting, path)
+	}
+	if version != counters.CurrentCncVersion {
+		return 0, fmt.Errorf("%s: aeron cnc file version not understood: version=%d, aeron-go reads %d (a media driver of another Aeron version)",
+			path, version, counters.CurrentCncVersion)
+	}
+	toDriver := int64(int32(binary.LittleEndian.Uint32(hdr[4:])))
+	if toDriver <= rbTrailerLength {
+		return 0, fmt.Errorf("%s: to-driver buffer length %d is not a ring buffer", path, toDriver)
+	}
+	var hb [8]byte
+	if _, err := f.ReadAt(hb[:], cncHeaderLength+toDriver-rbTrailerLength+rbHeartbeatInTrailr); err != nil {
+		if errors.Is(err, io.EOF) {
+			return 0, fmt.Errorf("%w: %s is shorter than its buffers", errDriverStarting, path)
+		}
+		return 0, err
+	}
+	return int64(binary.LittleEndian.Uint64(hb[:])), nil
+}
+
+// driverActive says whether the driver of cnc.dat at path has beaten
+// within timeout of now; err as driverHeartbeat's, or one naming the stale
+// heartbeat.
+func driverActive(path string, timeout time.Duration, now time.Time) error {
+	hb, err := driverHeartbeat(path)
+	if err != nil {
+		return err
+	}
+	if hb == 0 {
+		return fmt.Errorf("%w: %s has no driver heartbeat yet", errDriverStarting, path)
+	}
+	if age := now.UnixMilli() - hb; age > timeout.Milliseconds() {
+		return fmt.Errorf("%w in %s for %v (over the media driver timeout %v)",
+			errDriverStale, path, time.Duration(age)*time.Millisecond, timeout)
+	}
+	return nil
+}
+
+// waitForDriver waits until the driver of cnc.dat at path is active, up
+// to timeout, as Java's Aeron client does: a missing or zero-version
+// cnc.dat is a driver still starting and a stale heartbeat may be the
+// previous driver's file about to be replaced. A version aeron-go does not
+// read fails at once.
+func waitForDriver(ctx context.Context, path string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		err := driverActive(path, timeout, time.Now())
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, errDriverStarting) && !errors.Is(err, errDriverStale) {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no media driver became ready within the media driver timeout %v: %w", timeout, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// watch checks, from Run's goroutine, that the media driver and the
+// consensus module are still there.
+type watch struct {
+	cnc       string
+	timeout   time.Duration
+	clusterID int32
+
+	reader  *counters.Reader // over cnc.dat, once mapped
+	counter int32            // the commit-position counter, once seen
+	regID   int64            // and its registration id
+
+	handlerErr atomic.Pointer[error] // a fatal error aeron-go reported
+}
+
+// check returns why the service must stop, nil while all is well.
+func (w *watch) check(now time.Time) error {
+	if p := w.handlerErr.Load(); p != nil {
+		return *p
+	}
+	if err := driverActive(w.cnc, w.timeout, now); err != nil {
+		return fmt.Errorf("aeronhost: media driver lost: %w", err)
+	}
+	if w.reader == nil {
+		meta, _, err := counters.MapFile(w.cnc)
+		if err != nil {
+			return nil // the container maps it too and will fail
+		}
+		w.reader = counters.NewReader(meta.ValuesBuf.Get(), meta.MetaDataBuf.Get())
+		w.counter = counters.NullCounterId
+	}
+	if w.counter == counters.NullCounterId {
+		id := w.reader.FindCounter(commitPosCounterTypeID, func(key *aatomic.Buffer) bool {
+			return key.GetInt32(0) == w.clusterID
+		})
+		if id != counters.NullCounterId {
+			w.counter, w.regID = id, w.reader.GetCounterRegistrationId(id)
+		}
+		return nil
+	}
+	if !w.reader.IsCounterAllocated(w.counter) || w.reader.GetCounterRegistrationId(w.counter) != w.regID {
+		return fmt.Errorf("aeronhost: consensus module lost: its commit-position counter %d (cluster id %d) was freed",
+			w.counter, w.clusterID)
+	}
+	return nil
+}
+
+// fatalAeronError says whether an error aeron-go's client conductor
+// reported ends that client: its conductor stops on a driver keepalive
+// timeout, on the driver timing the client out, on a stale client
+// heartbeat counter, on a stall between its duty cycles and on a panic.
+func fatalAeronError(err error) bool {
+	msg := err.Error()
+	for _, s := range []string{
+		"MediaDriver keepalive",
+		"OnClientTimeout",
+		"client heartbeat timestamp not active",
+		"timeout between service calls",
+		"Panic:",
+	} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// errorHandler is the aeron context's error handler: it hands every error
+// to next and keeps the first fatal one for check.
+func (w *watch) errorHandler(next func(error)) func(error) {
+	return func(err error) {
+		if err == nil {
+			return
+		}
+		if next != nil {
+			next(err)
+		}
+		if fatalAeronError(err) {
+			e := fmt.Errorf("aeronhost: aeron client stopped: %w", err)
+			w.handlerErr.CompareAndSwap(nil, &e)
+		}
+	}
+}
