@@ -48,6 +48,10 @@ type Options struct {
 	// default (a 50 ms sleep, which adds hundreds of milliseconds to
 	// each snapshot).
 	ArchiveIdleStrategy idlestrategy.Idler
+	// OnAdapter, if set, is called once with the adapter Run hosts the
+	// service in, before the container starts, so that the host can read
+	// its stats (EgressDropped, Err) from any goroutine while Run runs.
+	OnAdapter func(*Adapter)
 	// Container is aeron-go's container configuration: cluster directory,
 	// cluster and service ids, control channel and stream ids, snapshot
 	// and replay channels, archive control channels. Nil:
@@ -192,6 +196,9 @@ func Run(ctx context.Context, opts Options, svc cluster.Service) error {
 	}
 	opts.Container = copts
 	a := New(svc, opts)
+	if opts.OnAdapter != nil {
+		opts.OnAdapter(a)
+	}
 	idler := &stopIdler{inner: copts.IdleStrategy, a: a}
 	copts.IdleStrategy = idler
 
