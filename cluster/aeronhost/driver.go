@@ -137,6 +137,33 @@ func waitForDriver(ctx context.Context, path string, timeout time.Duration) erro
 	}
 }
 
+// waitForDir waits up to timeout for the cluster directory, which the
+// consensus module creates as it starts (its media driver may be ready
+// before): aeron-go's container writes its mark file there at once.
+func waitForDir(ctx context.Context, dir string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		fi, err := os.Stat(dir)
+		if err == nil && fi.IsDir() {
+			return nil
+		}
+		if err == nil {
+			return fmt.Errorf("cluster directory %s is not a directory", dir)
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no cluster directory %s after %v", dir, timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
 // watch checks, from Run's goroutine, that the media driver and the
 // consensus module are still there.
 type watch struct {
@@ -157,6 +184,9 @@ func (w *watch) check(now time.Time) error {
 		return *p
 	}
 	if err := driverActive(w.cnc, w.timeout, now); err != nil {
+		if errors.Is(err, errDriverStarting) {
+			return fmt.Errorf("aeronhost: media driver lost: its %s is gone or incomplete (%w)", w.cnc, err)
+		}
 		return fmt.Errorf("aeronhost: media driver lost: %w", err)
 	}
 	if w.reader == nil {

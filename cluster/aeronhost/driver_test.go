@@ -289,3 +289,17 @@ func TestNonFatalAeronError(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The cluster directory, which the consensus module creates after its
+// driver may be ready, is waited for.
+func TestWaitForClusterDir(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "cluster")
+	go func() { time.Sleep(200 * time.Millisecond); os.Mkdir(dir, 0o755) }()
+	if err := waitForDir(context.Background(), dir, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	err := waitForDir(context.Background(), filepath.Join(dir, "none"), 100*time.Millisecond)
+	if err == nil || !strings.Contains(err.Error(), "no cluster directory") {
+		t.Fatalf("missing directory: %v", err)
+	}
+}

@@ -227,6 +227,12 @@ func Run(ctx context.Context, opts Options, svc cluster.Service) error {
 		}
 		return fmt.Errorf("aeronhost: media driver CnC file %q: %w", actx.CncFileName(), err)
 	}
+	if err := waitForDir(ctx, copts.ClusterDir, driverTimeout); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("aeronhost: %w: the consensus module creates it at start (aeron.cluster.dir); Options.Container.ClusterDir must be its", err)
+	}
 	agent, err := newAgent(actx, copts, a)
 	if err != nil {
 		return fmt.Errorf("aeronhost: starting the clustered service container (media driver CnC file %q): %w", actx.CncFileName(), err)

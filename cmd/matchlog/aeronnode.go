@@ -380,7 +380,7 @@ func (h *hostedService) stats(ctx context.Context) (metrics.HostedStats, error) 
 		st = h.last
 		h.mu.Unlock()
 		st.Up = true
-		st.LogPosition = h.position.Load()
+		st.LogPosition = h.c.LogPosition()
 		st.Role = h.c.Role().String()
 		st.StateHash = h.svc.Engine().StateHash()
 		st.Engine.Duplicates = h.svc.Duplicates
@@ -503,7 +503,8 @@ func (h *hostedService) OnTerminate(c cluster.Cluster) error {
 		hash := h.svc.Engine().StateHash()
 		h.final.Store(hash)
 		h.finished.Store(true)
-		h.log.Info("terminated", "log_position", h.position.Load(), "state_hash", fmt.Sprintf("%016x", hash))
+		h.position.Store(h.c.LogPosition())
+		h.log.Info("terminated", "log_position", h.c.LogPosition(), "state_hash", fmt.Sprintf("%016x", hash))
 	}
 	return h.svc.OnTerminate(c)
 }
