@@ -73,8 +73,10 @@
 //     the service look up the sessions it restored from a snapshot.
 //   - CancelTimer cannot say whether the timer existed (the consensus
 //     module owns timers): true means the request was sent.
-//   - LeadershipTermID is that of the last NewLeadershipTermEvent, or of
-//     the restored snapshot's marker, -1 before either.
+//   - LeadershipTermID is that of the last NewLeadershipTermEvent, or,
+//     from OnStart on, of the snapshot the consensus module recovers from
+//     (its recovery-state counter; else the restored snapshot's marker),
+//     -1 before either.
 //
 // # Failures
 //

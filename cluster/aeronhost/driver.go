@@ -33,6 +33,10 @@ const (
 	// commit-position counter, keyed by the cluster id (aeron-go waits
 	// for it at start).
 	commitPosCounterTypeID = 203
+	// recoveryStateCounterTypeID is the consensus module's recovery-state
+	// counter: key leadershipTermId (int64 at 0), log position, timestamp,
+	// cluster id (int32 at 24), service count, snapshot recording ids.
+	recoveryStateCounterTypeID = 204
 
 	// watchInterval is how often Run checks the driver and the
 	// consensus module.
@@ -211,6 +215,34 @@ func (w *watch) check(now time.Time) error {
 			w.counter, w.clusterID)
 	}
 	return nil
+}
+
+// recoveryTermID returns a reader of the leadership term in the consensus
+// module's recovery-state counter for clusterID in cnc (the term of the
+// snapshot it recovers from, -1 with none). The container reads the same
+// counter before OnStart; the consensus module keeps it until the
+// service's ack, after OnStart. It maps cnc itself on first use, on the
+// goroutine that calls it.
+func recoveryTermID(cnc string, clusterID int32) func() (int64, bool) {
+	var reader *counters.Reader
+	return func() (int64, bool) {
+		if reader == nil {
+			meta, _, err := counters.MapFile(cnc)
+			if err != nil {
+				return 0, false
+			}
+			reader = counters.NewReader(meta.ValuesBuf.Get(), meta.MetaDataBuf.Get())
+		}
+		var term int64
+		id := reader.FindCounter(recoveryStateCounterTypeID, func(key *aatomic.Buffer) bool {
+			if key.GetInt32(24) != clusterID {
+				return false
+			}
+			term = key.GetInt64(0)
+			return true
+		})
+		return term, id != counters.NullCounterId
+	}
 }
 
 // fatalAeronError says whether an error aeron-go's client conductor

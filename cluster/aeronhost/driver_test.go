@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lirm/aeron-go/aeron/counters"
+	"github.com/matchlog/matchlog/cluster"
 )
 
 // fakeDriver writes a cnc.dat as a media driver lays it out (the header,
@@ -127,6 +128,17 @@ func (d *fakeDriver) commitCounter(clusterID int32, regID int64) {
 	d.put32(meta+int64(counters.TypeIdOffset), commitPosCounterTypeID)
 	d.put32(meta+int64(counters.KeyOffset), clusterID)
 	d.put64(values+int64(counters.RegistrationIdOffset), regID)
+	d.put32(meta, counters.RecordAllocated)
+}
+
+// recoveryCounter allocates counter 1 as the recovery-state counter of
+// clusterID recovering from leadership term termID.
+func (d *fakeDriver) recoveryCounter(clusterID int32, termID int64) {
+	_, meta, _ := d.offsets()
+	meta += int64(counters.MetadataLength)
+	d.put32(meta+int64(counters.TypeIdOffset), recoveryStateCounterTypeID)
+	d.put64(meta+int64(counters.KeyOffset), termID)
+	d.put32(meta+int64(counters.KeyOffset)+24, clusterID)
 	d.put32(meta, counters.RecordAllocated)
 }
 
@@ -301,5 +313,34 @@ func TestWaitForClusterDir(t *testing.T) {
 	err := waitForDir(context.Background(), filepath.Join(dir, "none"), 100*time.Millisecond)
 	if err == nil || !strings.Contains(err.Error(), "no cluster directory") {
 		t.Fatalf("missing directory: %v", err)
+	}
+}
+
+// LeadershipTermID during OnStart is the recovery-state counter's term.
+func TestStartTermID(t *testing.T) {
+	dir := t.TempDir()
+	d := startFakeDriver(t, dir)
+	d.commitCounter(3, 77) // counter 0, so that counter 1 is scanned
+	read := recoveryTermID(d.path, 3)
+	if _, ok := read(); ok {
+		t.Fatal("a recovery counter before the consensus module made one")
+	}
+	d.recoveryCounter(4, 9) // another cluster's
+	if _, ok := read(); ok {
+		t.Fatal("another cluster's recovery counter read")
+	}
+	d.recoveryCounter(3, 5)
+	if id, ok := read(); !ok || id != 5 {
+		t.Fatalf("recovery term %d %v, want 5", id, ok)
+	}
+
+	svc := &recSvc{}
+	var during int64
+	svc.onStart = func(c cluster.Cluster) { during = c.LeadershipTermID() }
+	a := New(svc, Options{})
+	a.startTermID = read
+	a.OnStart(newFakeCluster(), nil)
+	if during != 5 || a.Err() != nil {
+		t.Fatalf("LeadershipTermID during OnStart %d (err %v), want 5", during, a.Err())
 	}
 }

@@ -31,8 +31,9 @@ type Options struct {
 	// IdleStrategy is the aeron context's idle strategy: that of the
 	// client conductor's goroutine and of the client's waits for the
 	// driver (adding a publication or subscription, also for each
-	// snapshot's archive connection). Nil: aeron-go's default, a 4 ms
-	// sleep.
+	// snapshot's archive connection, which aeron-go opens on a new Aeron
+	// client each time). Nil: DefaultAeronIdle (aeron-go's own default,
+	// a 4 ms sleep, paces each of those waits).
 	IdleStrategy idlestrategy.Idler
 	// ErrorHandler receives every error aeron-go's Aeron clients report
 	// (the container's and the archive connections'). Nil: each is
@@ -78,6 +79,10 @@ type Options struct {
 
 // DefaultMediaDriverTimeout is aeron-go's media driver timeout.
 const DefaultMediaDriverTimeout = 5 * time.Second
+
+// DefaultAeronIdle is the aeron context's idle strategy when
+// Options.IdleStrategy is nil.
+var DefaultAeronIdle idlestrategy.Idler = idlestrategy.Sleeping{SleepFor: time.Millisecond}
 
 // DefaultArchiveIdle is the archive client's idle strategy when
 // Options.ArchiveIdleStrategy is nil.
@@ -195,6 +200,7 @@ func Run(ctx context.Context, opts Options, svc cluster.Service) error {
 		return err
 	}
 	opts.Container = copts
+	actx := aeron.NewContext()
 	a := New(svc, opts)
 	if opts.OnAdapter != nil {
 		opts.OnAdapter(a)
@@ -202,7 +208,6 @@ func Run(ctx context.Context, opts Options, svc cluster.Service) error {
 	idler := &stopIdler{inner: copts.IdleStrategy, a: a}
 	copts.IdleStrategy = idler
 
-	actx := aeron.NewContext()
 	if opts.AeronDir != "" {
 		actx.AeronDir(opts.AeronDir)
 	}
@@ -213,8 +218,11 @@ func Run(ctx context.Context, opts Options, svc cluster.Service) error {
 	actx.MediaDriverTimeout(driverTimeout)
 	if opts.IdleStrategy != nil {
 		actx.IdleStrategy(opts.IdleStrategy)
+	} else {
+		actx.IdleStrategy(DefaultAeronIdle)
 	}
 	w := &watch{cnc: actx.CncFileName(), timeout: driverTimeout, clusterID: copts.ClusterId}
+	a.startTermID = recoveryTermID(w.cnc, copts.ClusterId)
 	next := opts.ErrorHandler
 	if next == nil {
 		next = func(err error) { slog.Warn("aeron client error", "err", err) }

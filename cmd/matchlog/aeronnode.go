@@ -119,7 +119,7 @@ func parseAeronNodeFlags(args []string, stderr io.Writer) (aeronNodeConfig, erro
 	fs.StringVar(&archResp, "archive-response-channel", def.ArchiveOptions.ResponseChannel, "archive control response channel, IPC")
 	fs.IntVar(&archRespStream, "archive-response-stream-id", int(def.ArchiveOptions.ResponseStream), "archive control response stream id")
 	fs.StringVar(&idle, "idle", "backoff", "the container's idle strategy: backoff, yield, busy or sleep:DURATION")
-	fs.StringVar(&aeronIdle, "aeron-idle", "sleep:4ms", "the Aeron client conductor's idle strategy (same forms; aeron-go's default)")
+	fs.StringVar(&aeronIdle, "aeron-idle", "sleep:1ms", "the Aeron client's idle strategy: its conductor's, and its waits for the driver, also in each snapshot's archive connection (same forms; aeron-go's own default, sleep:4ms, paces each of those waits)")
 	fs.StringVar(&archiveIdle, "archive-idle", "sleep:1ms", "the archive client's idle strategy, which paces each snapshot's archive connection (same forms; aeron-go's own default, sleep:50ms, adds hundreds of ms to each snapshot)")
 	fs.DurationVar(&driverTimeout, "media-driver-timeout", 10*time.Second, "how long to wait for the media driver at start, and how stale its heartbeat may get before the service exits (aeron.driver.timeout; Java's default)")
 	fs.DurationVar(&statusEvery, "status-every", 10*time.Second, "log a status line (role, log position, state hash) this often (0: never)")

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -25,6 +26,10 @@ import (
 	"github.com/matchlog/matchlog/internal/fixtures"
 	"github.com/matchlog/matchlog/wire"
 )
+
+// aeronNodeArgs adds flags to the aeron-node of TestAeronNodeSingleNode,
+// to measure settings (e.g. -aeron-node.args='--archive-idle sleep:50ms').
+var aeronNodeArgs = flag.String("aeron-node.args", "", "extra matchlog aeron-node flags for TestAeronNodeSingleNode")
 
 // aeronMember is one member of a real Aeron Cluster: a ClusteredMediaDriver
 // JVM (media driver, archive, consensus module) and `matchlog aeron-node`
@@ -83,9 +88,9 @@ func (m *aeronMember) props() []string {
 func (m *aeronMember) start() {
 	m.t.Helper()
 	m.jvm = m.j.Start(m.t, m.props(), aerontest.ClusteredMediaDriver)
-	m.svc = startAeronNodeChild(m.t, "--aeron-dir", m.aeronDir(), "--cluster-dir", m.clusterDir(),
-		"--media-driver-timeout", "5s", "--status-every", "100ms", "--log-format", "json",
-		"--aeron-idle", "sleep:1ms")
+	args := []string{"--aeron-dir", m.aeronDir(), "--cluster-dir", m.clusterDir(),
+		"--media-driver-timeout", "5s", "--status-every", "100ms", "--log-format", "json"}
+	m.svc = startAeronNodeChild(m.t, append(args, strings.Fields(*aeronNodeArgs)...)...)
 	m.svc.waitLog(m.t, "started", 60*time.Second, nil)
 	m.svc.waitLog(m.t, "role", 30*time.Second, func(r logRecord) bool { return r.Role == "LEADER" })
 }
@@ -172,6 +177,7 @@ type logRecord struct {
 	LogPosition int64  `json:"log_position"`
 	StateHash   string `json:"state_hash"`
 	Restored    bool   `json:"restored"`
+	TermID      int64  `json:"leadership_term_id"`
 	Applied     int64  `json:"applied"`
 	Take        string `json:"take"`
 	Err         string `json:"err"`
@@ -470,8 +476,9 @@ func TestAeronNodeSingleNode(t *testing.T) {
 	t1 := time.Now()
 	m.start()
 	st := m.svc.waitLog(t, "started", time.Second, nil)
-	if !st.Restored || st.StateHash != lastSnap.StateHash {
-		t.Fatalf("restart: restored %v with hash %s, the last snapshot's %s", st.Restored, st.StateHash, lastSnap.StateHash)
+	if !st.Restored || st.StateHash != lastSnap.StateHash || st.TermID != lastSnap.TermID {
+		t.Fatalf("restart: restored %v with hash %s in term %d, the last snapshot's %s in term %d",
+			st.Restored, st.StateHash, st.TermID, lastSnap.StateHash, lastSnap.TermID)
 	}
 	rs := m.svc.waitLog(t, "status", 60*time.Second, func(r logRecord) bool { return r.LogPosition >= term.LogPosition })
 	t.Logf("restart: started after %v, replayed to %d (the stop was at %d)", time.Since(t1), rs.LogPosition, term.LogPosition)
