@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -111,6 +112,18 @@ func driverActive(path string, timeout time.Duration, now time.Time) error {
 	if age := now.UnixMilli() - hb; age > timeout.Milliseconds() {
 		return fmt.Errorf("%w in %s for %v (over the media driver timeout %v)",
 			errDriverStale, path, time.Duration(age)*time.Millisecond, timeout)
+	}
+	return nil
+}
+
+// WaitForDriver waits, up to timeout, until the media driver of aeronDir
+// is ready as Run does before it starts the container (cnc.dat there, of a
+// version aeron-go reads, with a fresh driver heartbeat), for other aeron-go
+// clients of the same driver.
+func WaitForDriver(ctx context.Context, aeronDir string, timeout time.Duration) error {
+	cnc := filepath.Join(aeronDir, counters.CncFile)
+	if err := waitForDriver(ctx, cnc, timeout); err != nil {
+		return fmt.Errorf("aeronhost: media driver CnC file %q: %w", cnc, err)
 	}
 	return nil
 }

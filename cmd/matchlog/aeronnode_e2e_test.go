@@ -24,6 +24,7 @@ import (
 	"github.com/matchlog/matchlog/engine/enginetest"
 	"github.com/matchlog/matchlog/internal/aerontest"
 	"github.com/matchlog/matchlog/internal/fixtures"
+	"github.com/matchlog/matchlog/internal/scenario"
 	"github.com/matchlog/matchlog/wire"
 )
 
@@ -488,6 +489,38 @@ func TestAeronNodeSingleNode(t *testing.T) {
 	c.connect(m)
 	c.send(phase3, 32)
 	c.close()
+
+	// matchlog aeron-client: JSON lines in, the reference's events out.
+	var in, want []byte
+	nAC, evAC, dupAC := 0, 0, 0
+	for nAC < 300 {
+		var cmd engine.Command
+		c.gen.Next(&cmd)
+		if _, err := wire.AppendCommand(nil, &cmd); err != nil {
+			continue
+		}
+		in = scenario.AppendCommand(in, &cmd)
+		evs := c.ref.Apply(&cmd)
+		c.gen.Observe(evs)
+		if len(evs) == 0 {
+			want = fmt.Appendf(want, "{\"event\":\"duplicate\",\"source\":%d,\"seq\":%d}\n", cmd.Source, cmd.Seq)
+			dupAC++
+		}
+		for i := range evs {
+			want = scenario.AppendEvent(want, &evs[i])
+		}
+		evAC += len(evs)
+		nAC++
+	}
+	want = fmt.Appendf(want, "{\"commands\":%d,\"events\":%d,\"duplicates\":%d}\n", nAC, evAC, dupAC)
+	clientStdin = bytes.NewReader(in)
+	code, out, errb := runCLI(t, "aeron-client", "--aeron-dir", m.aeronDir(), "--window", "16",
+		"--ingress-endpoints", fmt.Sprintf("0=127.0.0.1:%d", m.ports[0]))
+	clientStdin = os.Stdin
+	if code != 0 || out != string(want) {
+		t.Fatalf("aeron-client: exit %d, stderr %s\n%s", code, errb, enginetest.DiffLines(strings.Split(out, "\n"), strings.Split(string(want), "\n"), "aeron-client", "reference"))
+	}
+	t.Logf("aeron-client: %d commands, %d events, %d duplicates, as the reference", nAC, evAC, dupAC)
 	finalHash := c.hash()
 	term = m.abort()
 	if term.StateHash != finalHash {

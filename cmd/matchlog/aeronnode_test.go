@@ -54,3 +54,25 @@ func TestAeronNodeNoDriver(t *testing.T) {
 		t.Fatalf("exit %d, stderr:\n%s", code, errb)
 	}
 }
+
+func TestAeronClientFlags(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "--ingress-endpoints is required"},
+		{[]string{"--ingress-channel", "aeron:ipc", "--ingress-endpoints", "0=127.0.0.1:1"}, "must be empty"},
+		{[]string{"--ingress-endpoints", "0=127.0.0.1:1", "--window", "0"}, "--window"},
+		{[]string{"--ingress-endpoints", "0=127.0.0.1:1", "--timeout", "0s"}, "--timeout"},
+	} {
+		code, _, errb := runCLI(t, append([]string{"aeron-client"}, c.args...)...)
+		if code != 2 || !strings.Contains(errb, c.want) {
+			t.Errorf("%v: exit %d, stderr %q", c.args, code, firstLine(errb))
+		}
+	}
+	dir := t.TempDir()
+	code, _, errb := runCLI(t, "aeron-client", "--aeron-dir", dir, "--ingress-endpoints", "0=127.0.0.1:1", "--media-driver-timeout", "200ms")
+	if code != 1 || !strings.Contains(errb, dir+"/cnc.dat") {
+		t.Fatalf("no driver: exit %d, stderr %s", code, errb)
+	}
+}
