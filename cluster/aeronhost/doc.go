@@ -63,7 +63,8 @@
 //
 //   - Snapshots stop the world, as in Aeron: the container calls
 //     OnTakeSnapshot and acknowledges the snapshot once it returns, so a
-//     PauselessService's PrepareSnapshot is not used.
+//     PauselessService's PrepareSnapshot is not used (enginesvc with
+//     Workers encodes a clone with its workers inside OnTakeSnapshot).
 //   - Egress goes straight to the client's response publication (the log
 //     is already committed); only the leader sends, elsewhere it is
 //     dropped. A send back-pressured for longer than EgressTimeout, or to
