@@ -7,9 +7,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -90,7 +93,7 @@ func (m *aeronMember) start() {
 	m.t.Helper()
 	m.jvm = m.j.Start(m.t, m.props(), aerontest.ClusteredMediaDriver)
 	args := []string{"--aeron-dir", m.aeronDir(), "--cluster-dir", m.clusterDir(),
-		"--media-driver-timeout", "5s", "--status-every", "100ms", "--log-format", "json"}
+		"--media-driver-timeout", "5s", "--status-every", "100ms", "--log-format", "json", "--metrics", "127.0.0.1:0"}
 	m.svc = startAeronNodeChild(m.t, append(args, strings.Fields(*aeronNodeArgs)...)...)
 	m.svc.waitLog(m.t, "started", 60*time.Second, nil)
 	m.svc.waitLog(m.t, "role", 30*time.Second, func(r logRecord) bool { return r.Role == "LEADER" })
@@ -115,6 +118,7 @@ func (m *aeronMember) abort() logRecord {
 // aeronNodeChild is `matchlog aeron-node` running as a child process.
 type aeronNodeChild struct {
 	cmd    *exec.Cmd
+	stdout *syncBuffer
 	stderr *syncBuffer
 	exited chan struct{}
 	err    error
@@ -144,8 +148,8 @@ func startAeronNodeChild(t *testing.T, args ...string) *aeronNodeChild {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), childArgsEnv+"="+strings.Join(append([]string{"aeron-node"}, args...), "\x1f"))
-	c := &aeronNodeChild{cmd: cmd, stderr: &syncBuffer{}, exited: make(chan struct{})}
-	cmd.Stderr = c.stderr
+	c := &aeronNodeChild{cmd: cmd, stdout: &syncBuffer{}, stderr: &syncBuffer{}, exited: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = c.stdout, c.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -159,6 +163,41 @@ func startAeronNodeChild(t *testing.T, args ...string) *aeronNodeChild {
 		}
 	})
 	return c
+}
+
+// metric scrapes the child's --metrics endpoint and returns the value of
+// the sample line starting with name (e.g. `matchlog_node_up`).
+func (c *aeronNodeChild) metric(t *testing.T, name string) float64 {
+	t.Helper()
+	url := ""
+	for _, l := range strings.Split(c.stdout.String(), "\n") {
+		if u, ok := strings.CutPrefix(l, "metrics "); ok {
+			url = u
+		}
+	}
+	if url == "" {
+		t.Fatalf("aeron-node printed no metrics URL: %q", c.stdout.String())
+	}
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(l, name+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("%s: %v", l, err)
+			}
+			return f
+		}
+	}
+	t.Fatalf("no %s in the metrics:\n%s", name, body)
+	return 0
 }
 
 func (c *aeronNodeChild) wait(timeout time.Duration) error {
@@ -234,6 +273,7 @@ type refClient struct {
 	msgs    int
 	lat     []time.Duration
 	sentAt  []time.Time
+	sent    int // commands sent on all sessions
 	failure error
 }
 
@@ -360,6 +400,7 @@ func (r *refClient) sendUntil(n, window int, stop func() bool) int {
 			r.pending = append(r.pending, c)
 			r.sentAt = append(r.sentAt, time.Now())
 			sent++
+			r.sent++
 			continue
 		}
 		if r.ac.Poll() == 0 {
@@ -409,6 +450,10 @@ func TestAeronNodeSingleNode(t *testing.T) {
 	j.MustRun(t, nil, aerontest.ClusterTool, m.clusterDir(), "snapshot")
 	snap := m.svc.waitLog(t, "snapshot", 30*time.Second, nil)
 	t.Logf("snapshot at %d: ClusterTool returned after %v, service take %s", snap.LogPosition, time.Since(t0), snap.Take)
+	if up, applied, snaps, pos := m.svc.metric(t, "matchlog_node_up"), m.svc.metric(t, "matchlog_log_entries_applied_total"),
+		m.svc.metric(t, "matchlog_snapshots_total"), m.svc.metric(t, "matchlog_snapshot_position_bytes"); up != 1 || applied != float64(c.sent) || snaps != 1 || pos != float64(snap.LogPosition) {
+		t.Fatalf("metrics: up %v, applied %v (sent %d), snapshots %v at %v (logged at %d)", up, applied, c.sent, snaps, pos, snap.LogPosition)
+	}
 	if snap.StateHash != snapHash {
 		t.Fatalf("snapshot state hash %s, reference %s", snap.StateHash, snapHash)
 	}
