@@ -316,6 +316,14 @@ type hostedService struct {
 	c          cluster.Cluster
 	reqs       chan func()
 
+	// lastReturn is when the last callback returned; snapEnd, when the
+	// last snapshot's take returned (zero once reported): the time
+	// aeron-go spends before a take (its archive connection, the
+	// recorded publication) and after it (closing them, then the ack)
+	// is the gap to the callbacks around it, under traffic.
+	lastReturn time.Time
+	snapEnd    time.Time
+
 	mu       sync.Mutex // guards last (the figures a callback published)
 	last     metrics.HostedStats
 	position atomic.Int64
@@ -413,8 +421,18 @@ func (h *hostedService) statusLoop(done <-chan struct{}, every time.Duration) {
 	}
 }
 
-func (h *hostedService) enter() { h.inCallback++ }
-func (h *hostedService) leave() { h.inCallback-- }
+func (h *hostedService) enter() {
+	h.inCallback++
+	if !h.snapEnd.IsZero() && h.inCallback == 1 {
+		h.log.Info("after snapshot", "gap", time.Since(h.snapEnd).String())
+		h.snapEnd = time.Time{}
+	}
+}
+
+func (h *hostedService) leave() {
+	h.inCallback--
+	h.lastReturn = time.Now()
+}
 
 // OnStart implements cluster.Service.
 func (h *hostedService) OnStart(c cluster.Cluster, img cluster.SnapshotImage) error {
@@ -469,21 +487,23 @@ func (h *hostedService) OnTimerEvent(id, ts int64) error {
 
 // OnTakeSnapshot implements cluster.Service.
 func (h *hostedService) OnTakeSnapshot(info cluster.SnapshotInfo, pub cluster.Publication, idle func() error) error {
+	start := time.Now()
+	before := start.Sub(h.lastReturn)
 	h.enter()
 	defer h.leave()
-	start := time.Now()
 	err := h.svc.OnTakeSnapshot(info, pub, idle)
 	took := time.Since(start)
 	if err != nil {
 		return err
 	}
+	defer func() { h.snapEnd = time.Now() }()
 	h.mu.Lock()
 	h.last.Snapshots++
 	h.last.SnapshotPosition = info.LogPosition
 	h.last.LastSnapshotTake = took
 	h.mu.Unlock()
 	h.log.Info("snapshot", "log_position", info.LogPosition, "leadership_term_id", info.LeadershipTermID,
-		"state_hash", fmt.Sprintf("%016x", h.svc.Engine().StateHash()), "take", took.String())
+		"state_hash", fmt.Sprintf("%016x", h.svc.Engine().StateHash()), "take", took.String(), "gap_before", before.String())
 	return nil
 }
 

@@ -220,6 +220,8 @@ type logRecord struct {
 	TermID      int64  `json:"leadership_term_id"`
 	Applied     int64  `json:"applied"`
 	Take        string `json:"take"`
+	GapBefore   string `json:"gap_before"`
+	Gap         string `json:"gap"`
 	Err         string `json:"err"`
 }
 
@@ -495,12 +497,15 @@ func TestAeronNodeSingleNode(t *testing.T) {
 	}
 	var takes []string
 	for _, r := range m.svc.records() {
-		if r.Msg == "snapshot" {
-			takes = append(takes, fmt.Sprintf("%d: take %s", r.LogPosition, r.Take))
+		switch r.Msg {
+		case "snapshot":
+			takes = append(takes, fmt.Sprintf("%d: %s since the callback before, take %s", r.LogPosition, r.GapBefore, r.Take))
+		case "after snapshot":
+			takes = append(takes, fmt.Sprintf("then %s to the next callback", r.Gap))
 		}
 	}
-	if len(takes) != 2 {
-		t.Fatalf("snapshots logged: %v, want 2", takes)
+	if n := strings.Count(m.svc.stderr.String(), `"msg":"snapshot"`); n != 2 {
+		t.Fatalf("snapshots logged: %d (%v), want 2", n, takes)
 	}
 	t.Logf("phase 2: %d commands with a snapshot under way (snapshots %v): client's worst round trip %v", sent, takes, c.maxLatency())
 	phase2Sent := sent
