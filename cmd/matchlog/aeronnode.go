@@ -135,7 +135,9 @@ func parseAeronNodeFlags(args []string, stderr io.Writer) (aeronNodeConfig, erro
 			"aeron.cluster.service.count 1). The defaults are Aeron's. It waits for the media\n"+
 			"driver up to --media-driver-timeout, then logs on stderr (log/slog): \"started\"\n"+
 			"(role, log position, engine state hash, after the snapshot restore), \"role\",\n"+
-			"\"snapshot\" (position, state hash, how long the service took), \"status\" every\n"+
+			"\"snapshot\" (position, state hash, the take, gap_before: the time since the\n"+
+			"previous callback, mostly aeron-go's archive connection), \"after snapshot\" (gap:\n"+
+			"the time to the next callback, mostly aeron-go's teardown and ack), \"status\" every\n"+
 			"--status-every, and \"terminated\" or \"stopped\" with the final state hash. With\n"+
 			"--metrics it prints \"metrics http://ADDR/metrics\" on stdout and serves matchlog\n"+
 			"node's metrics that apply to a hosted service.\n\n"+
