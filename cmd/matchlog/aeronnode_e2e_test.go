@@ -104,7 +104,22 @@ func (m *aeronMember) start() {
 // the service's "terminated" record.
 func (m *aeronMember) abort() logRecord {
 	m.t.Helper()
-	m.j.MustRun(m.t, nil, aerontest.ClusterTool, m.clusterDir(), "abort")
+	// The consensus module's control toggle takes ABORT only while it is
+	// NEUTRAL (not, e.g., just after a snapshot): retry a few times.
+	for try := 1; ; try++ {
+		r, err := m.j.Run(m.t, 0, nil, aerontest.ClusterTool, m.clusterDir(), "abort")
+		if err != nil {
+			m.t.Fatal(err)
+		}
+		if r.ExitCode == 0 {
+			break
+		}
+		if try == 5 {
+			m.t.Fatalf("ClusterTool abort: exit %d\n%s%s", r.ExitCode, r.Stdout, r.Stderr)
+		}
+		m.t.Logf("ClusterTool abort, try %d: exit %d: %s", try, r.ExitCode, strings.TrimSpace(r.Stdout+r.Stderr))
+		time.Sleep(200 * time.Millisecond)
+	}
 	r := m.svc.waitLog(m.t, "terminated", 30*time.Second, nil)
 	if err := m.svc.wait(30 * time.Second); err != nil {
 		m.t.Fatalf("aeron-node after abort: %v\n%s", err, m.svc.stderr.String())
