@@ -629,6 +629,22 @@ func TestAeronNodeSingleNode(t *testing.T) {
 		t.Errorf("ClusterTool describe:\n%s", out)
 	}
 
+	// SIGTERM to the service: it stops (exit 0) and logs the state hash.
+	// Then the JVM (supervised as one unit).
+	m.start()
+	if err := m.svc.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.svc.wait(30 * time.Second); err != nil {
+		t.Fatalf("aeron-node after SIGINT: %v\n%s", err, m.svc.stderr.String())
+	}
+	if st := m.svc.waitLog(t, "stopped", time.Second, nil); st.StateHash != finalHash {
+		t.Fatalf("stopped by a signal with hash %s, want %s", st.StateHash, finalHash)
+	}
+	if err := m.jvm.Stop(); err != nil {
+		t.Fatal(err)
+	}
+
 	// The JVM killed (kill -9: its cnc.dat stays, its heartbeat stops): the
 	// service exits 1 once the heartbeat is older than the driver timeout.
 	m.start()
