@@ -78,6 +78,10 @@ type Adapter struct {
 	started    bool
 	terminated bool
 	exit       func() // set by Run: ends the container goroutine after a failure
+	// startTermID, set by Run, reads the leadership term the consensus
+	// module is recovering from (its recovery-state counter), so that
+	// LeadershipTermID is right during OnStart.
+	startTermID func() (int64, bool)
 
 	egress  aatomic.Buffer
 	dropped atomic.Int64
@@ -180,6 +184,11 @@ func (a *Adapter) OnStart(c acluster.Cluster, img aeron.Image) {
 	a.c = c
 	if c != nil {
 		a.role = mapRole(c.Role())
+	}
+	if a.startTermID != nil && a.termID < 0 {
+		if id, ok := a.startTermID(); ok {
+			a.termID = id
+		}
 	}
 	if img == nil {
 		a.call("OnStart", func() error { return a.svc.OnStart(&a.h, nil) })

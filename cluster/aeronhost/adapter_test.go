@@ -66,6 +66,7 @@ type recSvc struct {
 	reasons  []cluster.CloseReason
 	roles    []cluster.Role
 	snapInfo cluster.SnapshotInfo
+	onStart  func(c cluster.Cluster)
 }
 
 func (r *recSvc) rec(name string) error {
@@ -77,6 +78,9 @@ func (r *recSvc) rec(name string) error {
 }
 func (r *recSvc) OnStart(c cluster.Cluster, img cluster.SnapshotImage) error {
 	r.c = c
+	if r.onStart != nil {
+		r.onStart(c)
+	}
 	return r.rec("start")
 }
 func (r *recSvc) OnSessionOpen(s *cluster.ClientSession, ts int64) error {

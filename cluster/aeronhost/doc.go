@@ -18,7 +18,10 @@
 // What the host must provide, per node, before Run:
 //
 //   - An Aeron media driver; Options.AeronDir is its directory (the one
-//     holding cnc.dat). Without one Run fails at once, naming the file.
+//     holding cnc.dat). Run waits for it up to the media driver timeout,
+//     as Java clients do: a missing or zero-version cnc.dat, or one
+//     whose driver heartbeat is stale, is a driver still starting.
+//     Without one by then Run fails, naming the file.
 //   - The consensus module, configured for this service: service count 1
 //     (our service is service id 0, Options.Container.ServiceId), the same
 //     cluster directory as Options.Container.ClusterDir (the container
@@ -34,7 +37,17 @@
 //     at start (Container.ReplayChannel, stream 103).
 //   - Options.AppVersion equal to the consensus module's appVersion (major
 //     version: aeron-go checks it) and to the service's own
-//     (enginesvc.Options.AppVersion, checked on restore).
+//     (enginesvc.Options.AppVersion, checked on restore). Java's
+//     consensus module declares 0.0.1 (SemanticVersion 1) and has no
+//     property to change it: a service declaring 1.0.0 is refused (aeron-go
+//     panics on the first NewLeadershipTermEvent, which Run returns as an
+//     error).
+//
+// Supervise the node's JVM and the Go service as one unit: killing only
+// the service makes the consensus module terminate (it times the service
+// out), and the JVM's loss ends Run with an error (below). After a kill
+// -9, a member restarts only about 10 s later: Aeron's mark files count as
+// active for 10 s after their last update.
 //
 // Our services work in nanoseconds: timestamps and Cluster.Time are
 // converted from the cluster's time unit and timer deadlines back to it.
@@ -50,7 +63,8 @@
 //
 //   - Snapshots stop the world, as in Aeron: the container calls
 //     OnTakeSnapshot and acknowledges the snapshot once it returns, so a
-//     PauselessService's PrepareSnapshot is not used.
+//     PauselessService's PrepareSnapshot is not used (enginesvc with
+//     Workers encodes a clone with its workers inside OnTakeSnapshot).
 //   - Egress goes straight to the client's response publication (the log
 //     is already committed); only the leader sends, elsewhere it is
 //     dropped. A send back-pressured for longer than EgressTimeout, or to
@@ -60,10 +74,22 @@
 //     the service look up the sessions it restored from a snapshot.
 //   - CancelTimer cannot say whether the timer existed (the consensus
 //     module owns timers): true means the request was sent.
-//   - LeadershipTermID is that of the last NewLeadershipTermEvent, or of
-//     the restored snapshot's marker, -1 before either.
+//   - LeadershipTermID is that of the last NewLeadershipTermEvent, or,
+//     from OnStart on, of the snapshot the consensus module recovers from
+//     (its recovery-state counter; else the restored snapshot's marker),
+//     -1 before either.
 //
 // # Failures
+//
+// Run watches the media driver (its heartbeat in cnc.dat) and the
+// consensus module (its commit-position counter) every 50 ms, and installs
+// an error handler on the aeron context (Options.ErrorHandler receives
+// every error as well). When the driver has not beaten for the media
+// driver timeout, the counter is freed or reused (the module is gone), or
+// aeron-go reports an error that stops its client (a driver keepalive
+// timeout, the driver timing the client out), Run stops the container and
+// returns an error: a service whose node is gone does not stay up. aeron-go
+// alone only logs the driver timeout.
 //
 // aeron-go's callbacks return nothing. The first error of the service is
 // kept (Adapter.Err) and the adapter refuses all further work but

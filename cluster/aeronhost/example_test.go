@@ -15,7 +15,9 @@ import (
 // Java media driver, archive and consensus module are already running;
 // this process runs until interrupted or terminated by the cluster.
 func Example() {
-	const appVersion = 1 << 16 // 1.0.0
+	// Java's consensus module declares 0.0.1 and has no property to
+	// change it; aeron-go refuses a log of another major version.
+	const appVersion = 1 // 0.0.1
 	container := acluster.NewOptions()
 	container.ClusterDir = "/var/lib/matchlog/cluster" // the consensus module's cluster dir
 	container.ServiceId = 0

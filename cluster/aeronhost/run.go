@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime"
 	"strconv"
 	"strings"
@@ -23,8 +24,35 @@ type Options struct {
 	// it).
 	AeronDir string
 	// MediaDriverTimeout bounds aeron-go's waits on the media driver
-	// (0: aeron-go's default, 5 s).
+	// (0: aeron-go's default, DefaultMediaDriverTimeout). Run waits up
+	// to it for the driver to be ready, and returns an error once the
+	// driver's heartbeat is older than it.
 	MediaDriverTimeout time.Duration
+	// IdleStrategy is the aeron context's idle strategy: that of the
+	// client conductor's goroutine and of the client's waits for the
+	// driver (adding a publication or subscription, also for each
+	// snapshot's archive connection, which aeron-go opens on a new Aeron
+	// client each time). Nil: DefaultAeronIdle (aeron-go's own default,
+	// a 4 ms sleep, paces each of those waits).
+	IdleStrategy idlestrategy.Idler
+	// ErrorHandler receives every error aeron-go's Aeron clients report
+	// (the container's and the archive connections'). Nil: each is
+	// logged with log/slog at Warn. Whatever it does, Run returns an
+	// error once one of them stops a client (a driver keepalive timeout,
+	// the driver timing the client out).
+	ErrorHandler func(error)
+	// ArchiveIdleStrategy is the archive client's idle strategy, which
+	// paces every step of the archive connection aeron-go opens for each
+	// snapshot and for the snapshot replay at start (connect, add the
+	// recorded publication, await responses). Nil: DefaultArchiveIdle,
+	// unless Container.ArchiveOptions sets one other than aeron-go's
+	// default (a 50 ms sleep, which adds hundreds of milliseconds to
+	// each snapshot).
+	ArchiveIdleStrategy idlestrategy.Idler
+	// OnAdapter, if set, is called once with the adapter Run hosts the
+	// service in, before the container starts, so that the host can read
+	// its stats (EgressDropped, Err) from any goroutine while Run runs.
+	OnAdapter func(*Adapter)
 	// Container is aeron-go's container configuration: cluster directory,
 	// cluster and service ids, control channel and stream ids, snapshot
 	// and replay channels, archive control channels. Nil:
@@ -47,6 +75,24 @@ type Options struct {
 	SnapshotImageTimeout   time.Duration
 	SnapshotConnectTimeout time.Duration
 	EgressTimeout          time.Duration
+}
+
+// DefaultMediaDriverTimeout is aeron-go's media driver timeout.
+const DefaultMediaDriverTimeout = 5 * time.Second
+
+// DefaultAeronIdle is the aeron context's idle strategy when
+// Options.IdleStrategy is nil.
+var DefaultAeronIdle idlestrategy.Idler = idlestrategy.Sleeping{SleepFor: time.Millisecond}
+
+// DefaultArchiveIdle is the archive client's idle strategy when
+// Options.ArchiveIdleStrategy is nil.
+var DefaultArchiveIdle idlestrategy.Idler = idlestrategy.Sleeping{SleepFor: time.Millisecond}
+
+// isAeronGoArchiveIdle says whether is is aeron-go's
+// archive.DefaultOptions idle strategy, a 50 ms sleep.
+func isAeronGoArchiveIdle(is idlestrategy.Idler) bool {
+	s, ok := is.(idlestrategy.Sleeping)
+	return ok && s.SleepFor == 50*time.Millisecond
 }
 
 func (o Options) withDefaults() Options {
@@ -121,16 +167,27 @@ func (s *stopIdler) Idle(n int) {
 // is opts.AeronDir; the cluster's consensus module (Java) with the same
 // cluster directory, cluster id, service count and control channel/stream
 // ids as opts.Container; and the Aeron archive the consensus module uses,
-// reachable over the container's IPC archive control channels. Run fails
-// at once when there is no media driver in AeronDir; with a driver but no
+// reachable over the container's IPC archive control channels. Run waits
+// up to the media driver timeout for the driver to be ready (cnc.dat
+// there, of a non-zero version, with a fresh driver heartbeat: a driver
+// that is still starting) and fails after it; with a driver but no
 // consensus module it waits (for the module's commit-position counter)
 // until ctx is done.
 //
+// While it runs it watches the driver's heartbeat and the consensus
+// module's commit-position counter: when the driver has not beaten for
+// the media driver timeout, an aeron client reports a fatal error, or the
+// counter is freed (the consensus module is gone), Run stops the
+// container and returns an error, after at most exitGrace more if
+// the container is stuck in aeron-go (the service's OnTerminate is then
+// not called).
+//
 // It returns the service's first error, an error for an aeron-go failure
 // (aeron-go panics on several conditions; Run recovers them on its
-// goroutine), ctx's error when cancelled, or nil once the consensus module
-// has terminated the service. The aeron-go client is never closed
-// (aeron-go's agent has no Close): exit the process after Run returns.
+// goroutine), the driver or consensus module loss, ctx's error when
+// cancelled, or nil once the consensus module has terminated the service.
+// The aeron-go client is never closed (aeron-go's agent has no Close):
+// exit the process after Run returns.
 func Run(ctx context.Context, opts Options, svc cluster.Service) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -138,6 +195,64 @@ func Run(ctx context.Context, opts Options, svc cluster.Service) error {
 	if svc == nil {
 		return errors.New("aeronhost: nil service")
 	}
+	copts, err := containerOptions(opts)
+	if err != nil {
+		return err
+	}
+	opts.Container = copts
+	actx := aeron.NewContext()
+	a := New(svc, opts)
+	if opts.OnAdapter != nil {
+		opts.OnAdapter(a)
+	}
+	idler := &stopIdler{inner: copts.IdleStrategy, a: a}
+	copts.IdleStrategy = idler
+
+	if opts.AeronDir != "" {
+		actx.AeronDir(opts.AeronDir)
+	}
+	driverTimeout := opts.MediaDriverTimeout
+	if driverTimeout <= 0 {
+		driverTimeout = DefaultMediaDriverTimeout
+	}
+	actx.MediaDriverTimeout(driverTimeout)
+	if opts.IdleStrategy != nil {
+		actx.IdleStrategy(opts.IdleStrategy)
+	} else {
+		actx.IdleStrategy(DefaultAeronIdle)
+	}
+	w := &watch{cnc: actx.CncFileName(), timeout: driverTimeout, clusterID: copts.ClusterId}
+	a.startTermID = recoveryTermID(w.cnc, copts.ClusterId)
+	next := opts.ErrorHandler
+	if next == nil {
+		next = func(err error) { slog.Warn("aeron client error", "err", err) }
+	}
+	actx.ErrorHandler(w.errorHandler(next))
+
+	if err := waitForDriver(ctx, w.cnc, driverTimeout); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("aeronhost: media driver CnC file %q: %w", actx.CncFileName(), err)
+	}
+	if err := waitForDir(ctx, copts.ClusterDir, driverTimeout); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("aeronhost: %w: the consensus module creates it at start (aeron.cluster.dir); Options.Container.ClusterDir must be its", err)
+	}
+	agent, err := newAgent(actx, copts, a)
+	if err != nil {
+		return fmt.Errorf("aeronhost: starting the clustered service container (media driver CnC file %q): %w", actx.CncFileName(), err)
+	}
+
+	return a.runAgent(ctx, agent, idler, w.check)
+}
+
+// containerOptions is the container configuration Run uses: a copy of
+// opts.Container (or aeron-go's defaults) with its own copy of the archive
+// options, the app version, and the default idle strategies.
+func containerOptions(opts Options) (*acluster.Options, error) {
 	var copts acluster.Options
 	if opts.Container != nil {
 		copts = *opts.Container
@@ -145,30 +260,21 @@ func Run(ctx context.Context, opts Options, svc cluster.Service) error {
 		copts = *acluster.NewOptions()
 	}
 	if copts.ArchiveOptions == nil {
-		return errors.New("aeronhost: Options.Container has no ArchiveOptions")
+		return nil, errors.New("aeronhost: Options.Container has no ArchiveOptions")
 	}
+	archOpts := *copts.ArchiveOptions
+	switch {
+	case opts.ArchiveIdleStrategy != nil:
+		archOpts.IdleStrategy = opts.ArchiveIdleStrategy
+	case archOpts.IdleStrategy == nil || isAeronGoArchiveIdle(archOpts.IdleStrategy):
+		archOpts.IdleStrategy = DefaultArchiveIdle
+	}
+	copts.ArchiveOptions = &archOpts
 	copts.AppVersion = opts.AppVersion
 	if copts.IdleStrategy == nil {
 		copts.IdleStrategy = idlestrategy.NewDefaultBackoffIdleStrategy()
 	}
-	opts.Container = &copts
-	a := New(svc, opts)
-	idler := &stopIdler{inner: copts.IdleStrategy, a: a}
-	copts.IdleStrategy = idler
-
-	actx := aeron.NewContext()
-	if opts.AeronDir != "" {
-		actx.AeronDir(opts.AeronDir)
-	}
-	if opts.MediaDriverTimeout > 0 {
-		actx.MediaDriverTimeout(opts.MediaDriverTimeout)
-	}
-	agent, err := newAgent(actx, &copts, a)
-	if err != nil {
-		return fmt.Errorf("aeronhost: starting the clustered service container (media driver CnC file %q): %w", actx.CncFileName(), err)
-	}
-
-	return a.runAgent(ctx, agent, idler)
+	return &copts, nil
 }
 
 // containerAgent is the part of aeron-go's ClusteredServiceAgent Run
@@ -179,8 +285,9 @@ type containerAgent interface {
 }
 
 // runAgent runs agent on a goroutine of its own until the service
-// terminates or fails, or ctx is done.
-func (a *Adapter) runAgent(ctx context.Context, agent containerAgent, idler *stopIdler) error {
+// terminates or fails, ctx is done, or check (nil: none), called every
+// watchInterval, returns an error.
+func (a *Adapter) runAgent(ctx context.Context, agent containerAgent, idler *stopIdler, check func(time.Time) error) error {
 	a.exit = runtime.Goexit
 	done := make(chan error, 1)
 	go func() {
@@ -204,12 +311,41 @@ func (a *Adapter) runAgent(ctx context.Context, agent containerAgent, idler *sto
 		normal = true
 	}()
 
+	var tick <-chan time.Time
+	if check != nil {
+		t := time.NewTicker(watchInterval)
+		defer t.Stop()
+		tick = t.C
+	}
 	var runErr error
-	select {
-	case runErr = <-done:
-	case <-ctx.Done():
-		a.Stop()
-		runErr = <-done
+wait:
+	for {
+		select {
+		case runErr = <-done:
+			break wait
+		case <-ctx.Done():
+			a.Stop()
+			runErr = <-done
+			break wait
+		case now := <-tick:
+			lost := check(now)
+			if lost == nil {
+				continue
+			}
+			a.Stop()
+			select {
+			case <-done:
+			case <-time.After(exitGrace):
+				// Stuck in aeron-go: leave the goroutine (and the
+				// service) as they are; the process should exit.
+				return lost
+			}
+			a.exit = nil
+			if !a.terminated && a.started {
+				a.OnTerminate(nil)
+			}
+			return lost
+		}
 	}
 	a.exit = nil
 	if !a.terminated && a.started {

@@ -66,7 +66,7 @@ func TestRunAgentStopsWaitingContainer(t *testing.T) {
 	a, f, idler := newRunFixture(svc)
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { time.Sleep(20 * time.Millisecond); cancel() }()
-	err := a.runAgent(ctx, f, idler)
+	err := a.runAgent(ctx, f, idler, nil)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("runAgent: %v", err)
 	}
@@ -85,7 +85,7 @@ func TestRunAgentTerminates(t *testing.T) {
 		func() { a.OnTimerEvent(5, 6) },
 		func() { a.OnTerminate(f.c); f.acked = append(f.acked, "terminate") },
 	}
-	if err := a.runAgent(context.Background(), f, idler); err != nil {
+	if err := a.runAgent(context.Background(), f, idler, nil); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Join(svc.calls, ",") != "start,open,timer,terminate" || strings.Join(f.acked, ",") != "start,terminate" {
@@ -105,7 +105,7 @@ func TestRunAgentFailureAcknowledgesNothing(t *testing.T) {
 		},
 		func() { a.OnTimerEvent(1, 1) },
 	}
-	err := a.runAgent(context.Background(), f, idler)
+	err := a.runAgent(context.Background(), f, idler, nil)
 	if err == nil || !strings.Contains(err.Error(), "snapshot failed") {
 		t.Fatalf("runAgent: %v", err)
 	}
@@ -122,7 +122,7 @@ func TestRunAgentRecoversContainerPanic(t *testing.T) {
 	a, f, idler := newRunFixture(svc)
 	f.cmReady.Store(true)
 	f.panicMsg = "offer failed, result=-1"
-	err := a.runAgent(context.Background(), f, idler)
+	err := a.runAgent(context.Background(), f, idler, nil)
 	if err == nil || !strings.Contains(err.Error(), "offer failed") {
 		t.Fatalf("runAgent: %v", err)
 	}
@@ -147,7 +147,7 @@ func TestRunAgentStopsLongServiceWork(t *testing.T) {
 	}}
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { time.Sleep(20 * time.Millisecond); cancel() }()
-	err := a.runAgent(ctx, f, idler)
+	err := a.runAgent(ctx, f, idler, nil)
 	if !errors.Is(idleErr, ErrStopped) || !errors.Is(err, context.Canceled) {
 		t.Fatalf("Idle: %v, runAgent: %v", idleErr, err)
 	}

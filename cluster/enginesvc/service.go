@@ -30,7 +30,8 @@
 // as the server closes those sessions anyway.
 //
 // Snapshots go through snapshot.Publisher: OnTakeSnapshot takes the live
-// engine linearly (stop the world); PrepareSnapshot clones the engine
+// engine linearly (stop the world), or, with Options.Workers, a clone of it
+// encoded by the workers before it returns; PrepareSnapshot clones the engine
 // (engine.Engine.Clone, O(instruments)) and returns a task that encodes the
 // frozen view with snapshot.Publisher.TakeFrozen — in parallel when
 // Options.Workers > 0 — on the node's snapshot goroutine. OnStart restores
@@ -89,6 +90,9 @@ type Service struct {
 	// included; read them on the node's goroutine.
 	Rejected   [256]int64
 	Duplicates int64
+	// ParallelTakes counts the stop-the-world snapshots (OnTakeSnapshot)
+	// encoded by the Workers; read it on the node's goroutine.
+	ParallelTakes int64
 
 	subs   map[uint32][]int64 // instrument -> subscribed sessions
 	levels []engine.Level     // scratch of subscribe
@@ -298,12 +302,23 @@ func (s *Service) OnSessionMessage(sess *cluster.ClientSession, ts int64, msg []
 // OnTimerEvent implements cluster.Service (the engine schedules none).
 func (s *Service) OnTimerEvent(int64, int64) error { return nil }
 
-// OnTakeSnapshot implements cluster.Service: a linear take of the live
-// engine.
+// OnTakeSnapshot implements cluster.Service: the snapshot is written
+// before it returns (the world stopped, as Aeron's containers require).
+// With Workers it encodes a copy-on-write clone of the engine with them
+// (snapshot.Publisher.TakeFrozen, the same bytes as a linear take; linear
+// below ParallelMin resting orders), else it takes the live engine
+// linearly.
 func (s *Service) OnTakeSnapshot(info cluster.SnapshotInfo, pub cluster.Publication, idle func() error) error {
 	p, err := s.publisher(pub, idle)
 	if err != nil {
 		return err
+	}
+	if s.opts.Workers > 0 {
+		f := s.eng.Clone()
+		if f.Orders() >= uint64(max(p.ParallelMin, 1)) {
+			s.ParallelTakes++
+		}
+		return p.TakeFrozen(f, marker(info))
 	}
 	return p.Take(s.eng, marker(info))
 }

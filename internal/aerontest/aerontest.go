@@ -61,6 +61,9 @@ const (
 	ArchiveTool          = "io.aeron.archive.ArchiveTool"
 	ClusterTool          = "io.aeron.cluster.ClusterTool"
 	ArchivingMediaDriver = "io.aeron.archive.ArchivingMediaDriver"
+	// ClusteredMediaDriver is a cluster member's media driver, archive
+	// and consensus module in one JVM.
+	ClusteredMediaDriver = "io.aeron.cluster.ClusteredMediaDriver"
 )
 
 // DefaultTimeout bounds one tool run.
@@ -272,6 +275,9 @@ func (p *Process) Stop() error {
 	})
 	return p.stopErr
 }
+
+// Kill kills the process (SIGKILL, as a crash) and waits for it.
+func (p *Process) Kill() { _ = p.Crash() }
 
 // FreeUDPPort returns a UDP port on 127.0.0.1 that was free a moment ago.
 func FreeUDPPort(t testing.TB) int {

@@ -2,10 +2,6 @@ package aerontest
 
 import "fmt"
 
-// ClusteredMediaDriver is Aeron's media driver, archive and consensus
-// module in one JVM.
-const ClusteredMediaDriver = "io.aeron.cluster.ClusteredMediaDriver"
-
 // Crash kills the process with SIGKILL, as a crash would end it (no
 // orderly close: Aeron leaves an active recording's stop position -1 and
 // its mark files active), and waits until it has ended.

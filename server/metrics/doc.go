@@ -103,6 +103,22 @@
 //	matchlog_file_sync_seconds{op}             histogram latency of each file sync of the node directory:
 //	                                                    op data (fdatasync), all (fsync), dir (directory)
 //
+// # A hosted service
+//
+// AttachHosted serves, in place of a server's, the figures of the engine
+// hosted as the Go service of a real Aeron Cluster member (`matchlog
+// aeron-node`): matchlog_node_up, matchlog_log_append_position_bytes (the
+// position of the last message applied), matchlog_snapshot_position_bytes,
+// matchlog_log_entries_applied_total (replayed messages included),
+// matchlog_snapshots_total, matchlog_snapshot_last_pause_seconds and
+// matchlog_snapshot_last_duration_seconds (both the service's take:
+// Aeron's snapshots stop the world), matchlog_commands_duplicate_total,
+// matchlog_commands_rejected_total, matchlog_errors_total{kind=
+// "undecodable_command"} and matchlog_egress_dropped_total{reason=
+// "not_sent"} (no response publication, closed, or back-pressured past
+// the egress timeout). The others belong to our node's consensus and
+// archive, which Aeron's Java components replace.
+//
 // The Go runtime's and the process's standard collectors are registered
 // too when Options.Runtime is set (go_*, process_*).
 package metrics

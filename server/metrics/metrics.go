@@ -55,6 +55,7 @@ type Metrics struct {
 
 	archiveWritten atomic.Int64
 	srv            atomic.Pointer[server.Server]
+	hosted         atomic.Pointer[func(ctx context.Context) (HostedStats, error)]
 }
 
 // New returns Metrics with their registry.
@@ -200,6 +201,10 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	if f := c.m.hosted.Load(); f != nil {
+		c.collectHosted(*f, counter, gauge)
+		return
 	}
 	counter(c.archiveWritten, c.m.archiveWritten.Load())
 	s := c.m.srv.Load()
