@@ -98,7 +98,12 @@ import (
 // retention's TestRuleListsComplete). The one rule branch no
 // directory reaches, the plan's own re-check that C ≤ S without --cutoff
 // (C is a boundary ≤ the oldest kept set ≤ S by construction), is covered
-// by retention's table and fuzz tests.
+// by retention's table and fuzz tests. The purge executor's own rules
+// (retention.PurgeRefusalRules: archive-refuses-detach,
+// restart-check-impossible) re-check at purge time what the plan has
+// ensured on the same files, so no directory the plan approves reaches
+// them; retention's TestPurgePreflightRefusals tests them on a plan that
+// disagrees with the files.
 func TestRetentionScenarioFiles(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "retention", "*.txt"))
 	if err != nil || len(files) == 0 {
