@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -143,6 +144,30 @@ func TestRetentionScenarioCoverage(t *testing.T) {
 	for _, r := range retention.RefusalRules {
 		if !regexpLine(text, "expect refusal "+r, "") {
 			t.Errorf("no scenario expects the refusal %s", r)
+		}
+	}
+}
+
+// TestRetentionNamesDocumented: every verdict and refusal rule of
+// cluster/retention (its lists) is named in README.md, and every verdict
+// in the --json field doc of `retention verdict` (a struct tag, so a
+// written list).
+func TestRetentionNamesDocumented(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range slices.Concat(retention.Verdicts, retention.RefusalRules, retention.PurgeRefusalRules) {
+		if !bytes.Contains(readme, []byte("`"+n+"`")) {
+			t.Errorf("README.md does not name `%s`", n)
+		}
+	}
+	f, _ := reflect.TypeFor[verdictJSON]().FieldByName("Verdict")
+	doc := f.Tag.Get("doc")
+	words := strings.FieldsFunc(doc, func(r rune) bool { return r == ',' || r == ' ' })
+	for _, v := range retention.Verdicts {
+		if !slices.Contains(words, v) {
+			t.Errorf("the doc of verdict --json's verdict (%q) does not name %s", doc, v)
 		}
 	}
 }
