@@ -202,6 +202,12 @@ func TestRetentionScenarioLanguage(t *testing.T) {
 		{"expect verdict A\n", "line 1"},
 		{"copy A B\nexpect verdict B full-replay\n", "line 1: copy A B: A is no directory"},
 		{"expect start-refused A rebuild extra\n", "line 1"},
+		{"backup A BK\nexpect verdict A full-replay\n", "line 1: backup A BK: want: backup A to BK"},
+		{"drill BK\nexpect verdict A full-replay\n", "line 1: drill BK: BK is no directory"},
+		{"empty BK\ndrill BK sideways\nexpect verdict BK full-replay\n", "line 2: drill BK sideways: want: drill BK [fail] [ago AGE] [into DIR]"},
+		{"empty BK\ndrill BK ago 8x\nexpect verdict BK full-replay\n", `line 2: drill BK ago 8x: age "8x"`},
+		{"empty BK\nverdictflags --backup {dir:nope}\nexpect verdict BK full-replay\n", "line 2"},
+		{"empty A\nexpect cost A backup-tail minutes\n", "line 2: expect cost A backup-tail minutes: want: expect cost A PATH [seconds]"},
 	} {
 		if err := runScenario(t, c.file); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: %v, want %q", c.file, err, c.want)
