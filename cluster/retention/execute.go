@@ -238,6 +238,10 @@ const (
 	RefuseNoRestartGeometry    = "restart-check-impossible"
 )
 
+// PurgeRefusalRules lists the rules Purge refuses a member with beyond
+// MakePlan's RefusalRules.
+var PurgeRefusalRules = []string{RefuseArchiveRefusesDetach, RefuseNoRestartGeometry}
+
 // preflight makes, before anything is written, the checks the purge
 // needs beyond the plan's, and works out what it will do.
 func (j *purgeJob) preflight() {

@@ -49,6 +49,15 @@ const (
 	RefuseModelBBackupBehindC = "model-b-backup-behind-cutoff"
 )
 
+// RefusalRules lists every rule MakePlan refuses a member's plan with,
+// model B's included. Whatever enumerates the rules (the scenario coverage
+// test, documentation checks) reads this list; a new rule is added here.
+// PurgeRefusalRules are the executor's own, added by Purge.
+var RefusalRules = []string{RefuseNoCompleteSet, RefuseCutoffAfterS, RefuseCutoffDropsKept, RefuseCutoffBeforeA,
+	RefuseProtectedBehind, RefuseRecordingActive, RefuseMemberRunning, RefuseFilesDisagree, RefuseCountsDisagree,
+	RefuseUnknownWithdrawn, RefuseModelBNoBackup, RefuseModelBUntested, RefuseModelBDrillFailed, RefuseModelBDrillStale,
+	RefuseModelBBackupBehindC}
+
 // PlanOptions configure MakePlan.
 type PlanOptions struct {
 	// Model is ModelA (default) or ModelB.

@@ -18,6 +18,12 @@ const (
 	RebuildFromImage         = "rebuild-from-image"
 )
 
+// Verdicts lists every verdict Decide returns, in the order of the rows of
+// seeds/000. Whatever enumerates the verdicts (the scenario coverage test,
+// documentation checks) reads this list; a new verdict is added here.
+var Verdicts = []string{NormalRestart, Rebuild, FullReplay, RebuildUnlessRebased,
+	InvalidateLatestSnapshot, EmptyDiskRestart, RebuildFromImage}
+
 // Check names (JSON).
 const (
 	CheckRecordingsExist = "selected-recordings-exist"

@@ -120,8 +120,11 @@ func (e *gateError) Unwrap() error { return errStartRefused }
 
 // gateFix is what the operator runs for a verdict that refuses a start.
 func gateFix(dir string, v retention.Verdict) string {
-	rebuild := "rebuild the node: restore its directory from a verified backup image of this cluster (no restart brings these files back); " +
-		"to begin a new, empty cluster instead, move " + dir + " aside and start on an empty directory"
+	rebuild := "rebuild the node from a verified backup image of this cluster (no restart brings these files back): move " + dir + " aside, then " +
+		"`matchlog backup drill --backup BDIR --work-dir " + dir + "` restores the image in BDIR (made from a healthy member by " +
+		"`matchlog backup create --from MEMBER_DIR --to BDIR`) into " + dir + ", starts it, checks its state hash against the image's, " +
+		"records the drill in BDIR and leaves the restored node there, stopped; then start the node again. " +
+		"To begin a new, empty cluster instead, move " + dir + " aside and start on an empty directory"
 	switch v.Verdict {
 	case retention.InvalidateLatestSnapshot:
 		to := fmt.Sprintf("the snapshot set at log position %d", v.Fallback)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -110,14 +111,14 @@ func TestNodeStartGateRefuses(t *testing.T) {
 		{"no snapshot, log after 0", g.rebased, "rebuild-unless-rebased", []string{
 			"no snapshot, and the local log starts at A = 131072, not 0",
 			"a deliberately rebased image that has been tested", "start it with --force",
-			"restore its directory from a verified backup image"}},
+			"`matchlog backup drill --backup BDIR --work-dir " + g.rebased + "`"}},
 		{"latest set does not load, nothing to fall back to", g.damagedNoFallback, "rebuild", []string{
 			"does not load and no earlier set with its log can replace it",
 			"replay from 0 needs the log before its start A = 131072",
-			"restore its directory from a verified backup image"}},
+			"`matchlog backup drill --backup BDIR --work-dir " + g.damagedNoFallback + "`"}},
 		{"recording.log lost", g.lostLog, "rebuild-from-image", []string{
 			"recording.log holds no TERM entry, yet the archive holds recorded log (recording 0 [0, ",
-			"its recording.log was lost", "restore its directory from a verified backup image"}},
+			"its recording.log was lost", "`matchlog backup drill --backup BDIR --work-dir " + g.lostLog + "`"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			before := digests(t, c.dir)
@@ -190,5 +191,50 @@ func TestNodeStartGateStarts(t *testing.T) {
 	// After a first start the directory restarts normally.
 	if log := startNodeVerb(t, empty); !strings.Contains(log, "verdict=normal-restart") && !strings.Contains(log, "verdict=full-replay") {
 		t.Errorf("restart after a first start:\n%s", log)
+	}
+}
+
+// The gate's fix for a node with no way back but an image works as
+// written: on a directory whose recording.log was lost (rebuild-from-image)
+// the refusal names `matchlog backup create` and `matchlog backup drill
+// --backup BDIR --work-dir DIR`; run as printed (BDIR and MEMBER_DIR filled
+// in, DIR moved aside first, as it says) they leave in DIR a node that
+// starts, a normal restart.
+func TestNodeStartGateFixRestores(t *testing.T) {
+	healthy := filepath.Join(t.TempDir(), "healthy")
+	tn := openTestNode(t, healthy, enginetest.NewGen(43, enginetest.GenConfig{}))
+	snapshotNode(t, tn, 2600)
+	tn.submit(100)
+	tn.close()
+	dir := copyNode(t, healthy)
+	removeFile(t, dir, filepath.Join("cluster", "recording.log"))
+	code, _, errb := runCLI(t, "node", "--dir", dir, "--listen", "127.0.0.1:0")
+	if code != 1 || !strings.Contains(errb, "the verdict of "+dir+" is rebuild-from-image") {
+		t.Fatalf("node: exit %d, want 1 and rebuild-from-image:\n%s", code, errb)
+	}
+	bk := filepath.Join(t.TempDir(), "bk")
+	command := func(prefix string) []string {
+		i := strings.Index(errb, "`"+prefix)
+		if i < 0 {
+			t.Fatalf("the refusal names no `%s...`:\n%s", prefix, errb)
+		}
+		cmd, _, _ := strings.Cut(errb[i+1:], "`")
+		w := strings.Fields(cmd)[1:] // without "matchlog"
+		for k := range w {
+			w[k] = strings.NewReplacer("BDIR", bk, "MEMBER_DIR", healthy).Replace(w[k])
+		}
+		return w
+	}
+	create, drill := command("matchlog backup create "), command("matchlog backup drill ")
+	if want := []string{"backup", "drill", "--backup", bk, "--work-dir", dir}; !slices.Equal(drill, want) {
+		t.Fatalf("the refusal's drill command is %q, want %q", drill, want)
+	}
+	mustCLI(t, create...)
+	if err := os.Rename(dir, dir+".aside"); err != nil {
+		t.Fatal(err)
+	}
+	mustCLI(t, drill...)
+	if log := startNodeVerb(t, dir); !strings.Contains(log, "msg=\"start gate\" verdict=normal-restart") {
+		t.Fatalf("the restored node did not start as a normal restart:\n%s", log)
 	}
 }

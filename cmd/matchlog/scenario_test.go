@@ -7,12 +7,15 @@ import (
 	"hash/fnv"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/matchlog/matchlog/archive"
+	"github.com/matchlog/matchlog/cluster/backup"
 	"github.com/matchlog/matchlog/cluster/retention"
 	"github.com/matchlog/matchlog/engine/enginetest"
 	"github.com/matchlog/matchlog/internal/vfs"
@@ -54,12 +57,30 @@ import (
 //	planflags FLAG...          the extra flags of `retention plan` from here on
 //	                           (--model B, ...; replacing earlier ones; none:
 //	                           no extra flags)
+//	verdictflags FLAG...       the same for `retention verdict` (--backup BK ...)
+//	backup A to BK             `matchlog backup create --from A --to BK` (a
+//	                           verified image of A; A may be running)
+//	drill BK [fail] [ago AGE] [into DIR]
+//	                           `matchlog backup drill --backup BK` (recorded
+//	                           in BK's drill log); fail: flip a byte of the
+//	                           image's largest segment file first (its size
+//	                           stays, so B still reads) and expect the drill
+//	                           to fail; ago AGE (7d, 36h): the drill is dated
+//	                           AGE before now (backup.Drill with its clock
+//	                           set back); into DIR: restore into the new
+//	                           directory DIR and leave the node there
+//
+// In planflags, verdictflags and reason texts {dir:BK} is the directory BK.
 //
 // Expectations (each also checks that no directory changed, but for start):
 //
 //	expect verdict A V [fallback N]   `retention verdict` of A (as member 0,
 //	                                  against the live source) is V
 //	expect reason A TEXT...           one of A's verdict reasons contains TEXT
+//	expect cost A PATH [seconds]      A's recovery path PATH (local-replay,
+//	                                  full-local-replay, catch-up, backup-tail)
+//	                                  is valid; seconds: with an estimate in
+//	                                  seconds from the backup's last drill
 //	expect refusal RULE [on ID]       `retention plan` exits 1 and refuses a
 //	                                  member (member ID) with rule RULE
 //	expect approved ID                member ID's plan is approved
@@ -72,11 +93,18 @@ import (
 //	expect start-refused A V          it refuses with the gate's verdict V
 //
 // A rule's file is added by writing its steps and `expect refusal RULE`;
-// every rule in cluster/retention/plan.go's Refuse* list has one
-// (TestRetentionScenarioCoverage checks it). The one rule branch no
+// every rule of retention.RefusalRules and every verdict of
+// retention.Verdicts has one (TestRetentionScenarioCoverage checks it; the
+// lists are checked complete against the package's constants by
+// retention's TestRuleListsComplete). The one rule branch no
 // directory reaches, the plan's own re-check that C ≤ S without --cutoff
 // (C is a boundary ≤ the oldest kept set ≤ S by construction), is covered
-// by retention's table and fuzz tests.
+// by retention's table and fuzz tests. The purge executor's own rules
+// (retention.PurgeRefusalRules: archive-refuses-detach,
+// restart-check-impossible) re-check at purge time what the plan has
+// ensured on the same files, so no directory the plan approves reaches
+// them; retention's TestPurgePreflightRefusals tests them on a plan that
+// disagrees with the files.
 func TestRetentionScenarioFiles(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "retention", "*.txt"))
 	if err != nil || len(files) == 0 {
@@ -108,17 +136,38 @@ func TestRetentionScenarioCoverage(t *testing.T) {
 		all.Write(b)
 	}
 	text := all.String()
-	for _, v := range []string{retention.NormalRestart, retention.Rebuild, retention.FullReplay, retention.RebuildUnlessRebased,
-		retention.InvalidateLatestSnapshot, retention.EmptyDiskRestart, retention.RebuildFromImage} {
+	for _, v := range retention.Verdicts {
 		if !regexpLine(text, "expect verdict ", " "+v) {
 			t.Errorf("no scenario expects the verdict %s", v)
 		}
 	}
-	for _, r := range []string{retention.RefuseNoCompleteSet, retention.RefuseCutoffAfterS, retention.RefuseCutoffDropsKept,
-		retention.RefuseCutoffBeforeA, retention.RefuseProtectedBehind, retention.RefuseModelBNoBackup, retention.RefuseRecordingActive,
-		retention.RefuseMemberRunning, retention.RefuseFilesDisagree, retention.RefuseCountsDisagree, retention.RefuseUnknownWithdrawn} {
+	for _, r := range retention.RefusalRules {
 		if !regexpLine(text, "expect refusal "+r, "") {
 			t.Errorf("no scenario expects the refusal %s", r)
+		}
+	}
+}
+
+// TestRetentionNamesDocumented: every verdict and refusal rule of
+// cluster/retention (its lists) is named in README.md, and every verdict
+// in the --json field doc of `retention verdict` (a struct tag, so a
+// written list).
+func TestRetentionNamesDocumented(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range slices.Concat(retention.Verdicts, retention.RefusalRules, retention.PurgeRefusalRules) {
+		if !bytes.Contains(readme, []byte("`"+n+"`")) {
+			t.Errorf("README.md does not name `%s`", n)
+		}
+	}
+	f, _ := reflect.TypeFor[verdictJSON]().FieldByName("Verdict")
+	doc := f.Tag.Get("doc")
+	words := strings.FieldsFunc(doc, func(r rune) bool { return r == ',' || r == ' ' })
+	for _, v := range retention.Verdicts {
+		if !slices.Contains(words, v) {
+			t.Errorf("the doc of verdict --json's verdict (%q) does not name %s", doc, v)
 		}
 	}
 }
@@ -153,6 +202,12 @@ func TestRetentionScenarioLanguage(t *testing.T) {
 		{"expect verdict A\n", "line 1"},
 		{"copy A B\nexpect verdict B full-replay\n", "line 1: copy A B: A is no directory"},
 		{"expect start-refused A rebuild extra\n", "line 1"},
+		{"backup A BK\nexpect verdict A full-replay\n", "line 1: backup A BK: want: backup A to BK"},
+		{"drill BK\nexpect verdict A full-replay\n", "line 1: drill BK: BK is no directory"},
+		{"empty BK\ndrill BK sideways\nexpect verdict BK full-replay\n", "line 2: drill BK sideways: want: drill BK [fail] [ago AGE] [into DIR]"},
+		{"empty BK\ndrill BK ago 8x\nexpect verdict BK full-replay\n", `line 2: drill BK ago 8x: age "8x"`},
+		{"empty BK\nverdictflags --backup {dir:nope}\nexpect verdict BK full-replay\n", "line 2"},
+		{"empty A\nexpect cost A backup-tail minutes\n", "line 2: expect cost A backup-tail minutes: want: expect cost A PATH [seconds]"},
 	} {
 		if err := runScenario(t, c.file); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: %v, want %q", c.file, err, c.want)
@@ -170,6 +225,7 @@ type rscenario struct {
 	members   []string // "ID=DIR"
 	live      string
 	planFlags []string
+	verdFlags []string
 }
 
 // runScenario runs a scenario file's text; the error names the line.
@@ -283,6 +339,126 @@ func (s *rscenario) number(w string) (int64, error) {
 		v += n
 	}
 	return v, nil
+}
+
+// word expands {dir:NAME} to the directory NAME and {X:A}[+-N] to the
+// number; any other word is itself.
+func (s *rscenario) word(w string) (string, error) {
+	if name, ok := strings.CutPrefix(w, "{dir:"); ok && strings.HasSuffix(name, "}") {
+		return s.existing(strings.TrimSuffix(name, "}"))
+	}
+	if strings.HasPrefix(w, "{") {
+		v, err := s.number(w)
+		return fmt.Sprint(v), err
+	}
+	return w, nil
+}
+
+// words expands every word of ws (word).
+func (s *rscenario) words(ws []string) ([]string, error) {
+	out := []string{}
+	for _, w := range ws {
+		x, err := s.word(w)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, x)
+	}
+	return out, nil
+}
+
+// scenarioAge parses a drill's age: a Go duration or Nd (days).
+func scenarioAge(w string) (time.Duration, error) {
+	if n, ok := strings.CutSuffix(w, "d"); ok {
+		d, err := strconv.Atoi(n)
+		if err != nil || d < 0 {
+			return 0, fmt.Errorf("age %q: want Nd or a duration", w)
+		}
+		return time.Duration(d) * 24 * time.Hour, nil
+	}
+	d, err := time.ParseDuration(w)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("age %q: want Nd or a duration", w)
+	}
+	return d, nil
+}
+
+// drill runs a restore drill of the backup directory w[1]: `drill BK
+// [fail] [ago AGE] [into DIR]`.
+func (s *rscenario) drill(w []string) error {
+	bk, err := s.existing(w[1])
+	if err != nil {
+		return err
+	}
+	fail, into := false, ""
+	var ago time.Duration
+	for rest := w[2:]; len(rest) > 0; {
+		switch {
+		case rest[0] == "fail":
+			fail, rest = true, rest[1:]
+		case rest[0] == "ago" && len(rest) > 1:
+			if ago, err = scenarioAge(rest[1]); err != nil {
+				return err
+			}
+			rest = rest[2:]
+		case rest[0] == "into" && len(rest) > 1:
+			if _, dup := s.dirs[rest[1]]; dup {
+				return fmt.Errorf("%s exists", rest[1])
+			}
+			into, rest = s.dir(rest[1]), rest[2:]
+		default:
+			return fmt.Errorf("want: drill BK [fail] [ago AGE] [into DIR]")
+		}
+	}
+	if fail {
+		if err := damageImage(bk); err != nil {
+			return err
+		}
+	}
+	if ago > 0 {
+		work := into
+		if work == "" {
+			work = filepath.Join(s.root, ".drill-"+w[1])
+			defer os.RemoveAll(work)
+		}
+		_, err := backup.Drill(backup.DrillOptions{FS: vfs.Default, Backup: bk, WorkDir: work, Now: func() time.Time { return time.Now().Add(-ago) }})
+		if fail != (err != nil) {
+			return fmt.Errorf("drill of %s (fail %v): %v", w[1], fail, err)
+		}
+		return nil
+	}
+	args := []string{"backup", "drill", "--backup", bk}
+	if into != "" {
+		args = append(args, "--work-dir", into)
+	}
+	code, out, errb := runCLI(s.t, args...)
+	if fail != (code != 0) {
+		return fmt.Errorf("%v (fail %v): exit %d: %s%s", args, fail, code, errb, out)
+	}
+	return nil
+}
+
+// damageImage flips one byte in the middle of the largest segment file of
+// the backup image bk: the sizes stay (the manifest still reads, B is
+// still there) and a drill's restore check of the file fails.
+func damageImage(bk string) error {
+	files, err := filepath.Glob(filepath.Join(bk, "archive", "*.rec"))
+	if err != nil || len(files) == 0 {
+		return fmt.Errorf("%s holds no segment file: %v", bk, err)
+	}
+	var big string
+	var size int64
+	for _, f := range files {
+		if st, err := os.Stat(f); err == nil && st.Size() > size {
+			big, size = f, st.Size()
+		}
+	}
+	b, err := os.ReadFile(big)
+	if err != nil {
+		return err
+	}
+	b[len(b)/2] ^= 0xff
+	return os.WriteFile(big, b, 0o644)
 }
 
 func (s *rscenario) digests() map[string]string {
@@ -417,18 +593,33 @@ func (s *rscenario) step(w []string) error {
 			return err
 		}
 		s.live = filepath.Join(d, "archive")
-	case "planflags":
-		s.planFlags = nil
-		for _, f := range w[1:] {
-			if strings.HasPrefix(f, "{") {
-				v, err := s.number(f)
-				if err != nil {
-					return err
-				}
-				f = fmt.Sprint(v)
-			}
-			s.planFlags = append(s.planFlags, f)
+	case "planflags", "verdictflags":
+		flags, err := s.words(w[1:])
+		if err != nil {
+			return err
 		}
+		if w[0] == "planflags" {
+			s.planFlags = flags
+		} else {
+			s.verdFlags = flags
+		}
+	case "backup":
+		if len(w) != 4 || w[2] != "to" {
+			return fmt.Errorf("want: backup A to BK")
+		}
+		src, err := s.existing(w[1])
+		if err != nil {
+			return err
+		}
+		if _, dup := s.dirs[w[3]]; dup {
+			return fmt.Errorf("%s exists", w[3])
+		}
+		return s.cli("backup", "create", "--from", src, "--to", s.dir(w[3]))
+	case "drill":
+		if len(w) < 2 {
+			return fmt.Errorf("want: drill BK [fail] [ago AGE] [into DIR]")
+		}
+		return s.drill(w)
 	case "expect":
 		if len(w) < 2 {
 			return fmt.Errorf("expect what?")
@@ -496,7 +687,7 @@ func (s *rscenario) damage(w []string) error {
 
 func (s *rscenario) expect(w []string) error {
 	switch w[0] {
-	case "verdict", "reason":
+	case "verdict", "reason", "cost":
 		if len(w) < 3 {
 			return fmt.Errorf("want: expect %s A ...", w[0])
 		}
@@ -508,14 +699,33 @@ func (s *rscenario) expect(w []string) error {
 		if s.live != "" {
 			args = append(args, "--live", s.live)
 		}
-		code, out, errb := runCLI(s.t, args...)
+		code, out, errb := runCLI(s.t, append(args, s.verdFlags...)...)
 		var v verdictJSON
 		if code != 0 {
 			return fmt.Errorf("verdict: exit %d: %s", code, errb)
 		}
 		mustJSON(s.t, out, &v)
+		if w[0] == "cost" {
+			if len(w) != 3 && !(len(w) == 4 && w[3] == "seconds") {
+				return fmt.Errorf("want: expect cost A PATH [seconds]")
+			}
+			i := slices.IndexFunc(v.Costs, func(c retention.Cost) bool { return c.Path == w[2] })
+			switch {
+			case i < 0:
+				return fmt.Errorf("%s's verdict has no cost %s: %+v", w[1], w[2], v.Costs)
+			case !v.Costs[i].Valid || v.Costs[i].Bytes < 0:
+				return fmt.Errorf("%s's path %s is not valid: %+v", w[1], w[2], v.Costs[i])
+			case len(w) == 4 && v.Costs[i].Seconds <= 0:
+				return fmt.Errorf("%s's path %s has no estimate in seconds: %+v", w[1], w[2], v.Costs[i])
+			}
+			return nil
+		}
 		if w[0] == "reason" {
-			text := strings.Join(w[2:], " ")
+			ws, err := s.words(w[2:])
+			if err != nil {
+				return err
+			}
+			text := strings.Join(ws, " ")
 			if !slices.ContainsFunc(v.Reasons, func(r string) bool { return strings.Contains(r, text) }) {
 				return fmt.Errorf("no reason of %s says %q: %q", w[1], text, v.Reasons)
 			}
