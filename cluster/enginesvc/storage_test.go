@@ -266,3 +266,88 @@ func TestDiskFullWriteFails(t *testing.T) {
 	checkRecovered(t, "process restart", mem, cluster.StopTheWorld, 1, released)
 	checkRecovered(t, "crash", clone, cluster.StopTheWorld, 1, released)
 }
+
+// TestDiskFullRetentionRefuses: automatic retention cannot fix a full disk
+// by deleting what recovery needs. With no snapshot every byte of the log
+// is needed: the free-disk rule proposes, the positional rules refuse
+// (no-complete-snapshot, logged and counted), no segment is detached and
+// the node stays storage-full, refusing commands. After a snapshot the
+// cutoff is held at C (the segment boundary at or below S), and a restart
+// recovers every command.
+func TestDiskFullRetentionRefuses(t *testing.T) {
+	mem, fsys := volume()
+	cmds := fresh(stream(13, 3000, false))
+	h := newHarness(t, fsys, cluster.StopTheWorld, 1)
+	h.opts.StorageCheckInterval = time.Nanosecond
+	h.opts.Retention = cluster.RetentionOptions{MinFreeBytes: 1 << 30, CheckInterval: time.Millisecond, DeleteDelay: time.Millisecond}
+	var logBuf bytes.Buffer
+	h.opts.Logger = slog.New(slog.NewTextHandler(&logBuf, nil))
+	h.mustOpen()
+	defer h.close()
+	sent := 0
+	for ; sent < len(cmds) && h.node.Stats().LogPosition < 3*int64(h.opts.SegmentLength); sent += 25 {
+		if err := h.submit(cmds[sent:min(sent+25, len(cmds))]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The reserve is one segment (no snapshot yet): leave less.
+	mem.SetCapacity(used(mem) + int64(h.opts.SegmentLength)/2)
+	// Bounded: retention checks every millisecond of the epoch clock.
+	for i := 0; i < 200; i++ {
+		if _, err := h.node.DoWork(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(200 * time.Microsecond)
+	}
+	st := h.node.Stats()
+	if !st.StorageFull {
+		t.Fatal("not storage-full")
+	}
+	if st.RetentionProposed[cluster.RuleFreeDisk] == 0 || st.RetentionRefused[cluster.RefusedNoSnapshot] == 0 {
+		t.Fatalf("free-disk proposals %d, refusals (no snapshot) %d", st.RetentionProposed[cluster.RuleFreeDisk], st.RetentionRefused[cluster.RefusedNoSnapshot])
+	}
+	if st.RetentionDetachedSegments != 0 || st.ArchiveStart != 0 || st.RetentionApproved != 0 {
+		t.Fatalf("retention freed space recovery needs: detached %d, start %d, approved %d", st.RetentionDetachedSegments, st.ArchiveStart, st.RetentionApproved)
+	}
+	if !strings.Contains(logBuf.String(), `msg="retention refused"`) || !strings.Contains(logBuf.String(), "reason=no-complete-snapshot") {
+		t.Fatalf("no retention refusal logged:\n%s", logBuf.String())
+	}
+	if err := h.submit(cmds[sent : sent+5]); err != nil {
+		t.Fatal(err)
+	}
+	if st2 := h.node.Stats(); st2.StorageRefused < st.StorageRefused+5 {
+		t.Fatalf("refused %d -> %d for 5 commands sent while full", st.StorageRefused, st2.StorageRefused)
+	}
+	// Space for a snapshot (the operator's fix, or a reserve that has
+	// one): retention may now free the log below C, never past it.
+	mem.SetCapacity(used(mem) + 4*int64(h.opts.SegmentLength))
+	h.node.RequestSnapshot()
+	if err := h.drain(); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.node.AwaitSnapshot(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 200; i++ {
+		if _, err := h.node.DoWork(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(200 * time.Microsecond)
+	}
+	st = h.node.Stats()
+	seg := int64(h.opts.SegmentLength)
+	if st.ArchiveStart > st.SnapshotPosition/seg*seg {
+		t.Fatalf("archive start %d past C of the snapshot at %d", st.ArchiveStart, st.SnapshotPosition)
+	}
+	if st.RetentionDetachedSegments == 0 {
+		t.Fatalf("nothing detached below the snapshot (refusals %v)", st.RetentionRefused)
+	}
+	if err := h.close(); err != nil {
+		t.Fatal(err)
+	}
+	mem.SetCapacity(0)
+	h.mustOpen()
+	if got, want := h.svc.Engine().StateHash(), modelHash(cmds[:sent]); got != want {
+		t.Fatalf("restarted hash %x, model of the %d commands applied %x", got, sent, want)
+	}
+}
