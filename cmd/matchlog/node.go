@@ -41,6 +41,8 @@ type nodeFlags struct {
 	retMinFree  uint64
 	keep        int
 	delay       time.Duration
+	// storage gate
+	storageReserve int64
 }
 
 // nodeConfig is `matchlog node`'s command line: the server's options
@@ -75,6 +77,7 @@ func parseNodeFlags(args []string, stderr io.Writer) (nodeConfig, error) {
 	fs.Uint64Var(&f.retMinFree, "retention-min-free-bytes", 0, "automatic retention: propose the oldest log segments while the disk has less free than this (0: no free-disk rule)")
 	fs.IntVar(&f.keep, "keep", 0, "automatic retention: complete snapshot generations to keep; older ones are deleted whole and the log is never cut past the oldest kept (default 2 once a --retention rule is given; giving it alone turns on the deletion of older generations)")
 	fs.DurationVar(&f.delay, "delay", archive.DefaultDeleteDelay, "automatic retention: delay between renaming a file *.deleted and unlinking it; 0 unlinks at once")
+	fs.Int64Var(&f.storageReserve, "storage-reserve", 0, "free bytes the archive's volume must keep for the node to take commands; below it each command is answered Rejected storage_full until space returns (0: one log segment plus twice the last snapshot; -1: no check)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), "usage: matchlog node --dir D [--listen ADDR] [flags]\n\n"+
 			"Runs a node with the matching engine, serving clients over TCP until SIGINT or\n"+
@@ -87,7 +90,12 @@ func parseNodeFlags(args []string, stderr io.Writer) (nodeConfig, error) {
 			"generation's position) and not into the segment being written; the node then\n"+
 			"detaches, validates its recovery plan and deletes in two phases while it runs.\n"+
 			"Each proposal, approval and refusal is logged (\"retention ...\") and counted\n"+
-			"(matchlog_retention_* with --metrics).\n\n")
+			"(matchlog_retention_* with --metrics).\n\n"+
+			"A full disk: while the archive volume has less free than --storage-reserve the\n"+
+			"node refuses commands (Rejected, reason storage_full; logged \"storage full\" with\n"+
+			"the path and the bytes needed) and takes them again by itself once space\n"+
+			"returns. A write that still fails (ENOSPC, EIO) or a failed sync stops the node\n"+
+			"with the error; restart it once the disk is fixed.\n\n")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args, stderr); err != nil {
@@ -141,6 +149,9 @@ func parseNodeFlags(args []string, stderr io.Writer) (nodeConfig, error) {
 		// The log's term length must not exceed its segment length.
 		termLength = int(min(f.segmentLength, 16<<20))
 	}
+	if f.storageReserve < -1 {
+		return bad("--storage-reserve %d: give a number of bytes, 0 for the default or -1 for no check", f.storageReserve)
+	}
 	if f.retInterval < 0 || f.retMaxAge < 0 || f.retMaxBytes < 0 || f.keep < 0 || f.delay < 0 {
 		return bad("--retention-interval, --retention-max-age, --retention-max-bytes, --keep and --delay must not be negative")
 	}
@@ -161,7 +172,8 @@ func parseNodeFlags(args []string, stderr io.Writer) (nodeConfig, error) {
 	return nodeConfig{Options: server.Options{
 		Addr: f.listen,
 		Node: cluster.Options{Dir: f.dir, FileSyncLevel: syncLevel, SnapshotMode: mode,
-			SnapshotEveryBytes: f.everyBytes, SegmentLength: int32(f.segmentLength), TermLength: termLength, Retention: ret},
+			SnapshotEveryBytes: f.everyBytes, SegmentLength: int32(f.segmentLength), TermLength: termLength, Retention: ret,
+			StorageReserve: f.storageReserve},
 		Service:            enginesvc.Options{Workers: f.workers},
 		SessionTimeout:     f.sessionTimeout,
 		SnapshotOnShutdown: f.onExit,
