@@ -16,6 +16,12 @@
 // (FirstSeq); the same ClientID must not be used by two clients at once (a
 // second Connect takes the session over).
 //
+// A node whose disk is short of space answers a command it does not take
+// with a Rejected event of reason engine.RejStorageFull and its Release
+// (OnEvent sees both; the command is answered): the engine never applied
+// it, so the same command may be sent again, under a new sequence, once the
+// node takes commands again.
+//
 // # Reconnect
 //
 // When the connection drops (the node restarted, or the server closed the

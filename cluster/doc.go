@@ -182,6 +182,17 @@
 // failure it abandons the archive as a crash would, so the next start
 // settles the log's stop position from what is durable.
 //
+// # A full disk and failing I/O
+//
+// The duty cycle compares the archive volume's free space with
+// Options.StorageReserve (storage.go): below it the node is storage-full
+// and hands session messages to the service's Refuser instead of
+// sequencing them (enginesvc answers Rejected with
+// engine.RejStorageFull), and it resumes by itself once space returns. A
+// file operation that fails anyway (ENOSPC past the gate, EIO, any failed
+// sync) is not retried: the node fails, and the next start recovers from
+// what is durable.
+//
 // # Automatic retention
 //
 // Options.Retention (autoretention.go) keeps a running node's archive

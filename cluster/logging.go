@@ -47,6 +47,15 @@ import (
 //	                      Warn   error (retried by a later check; retention never stops the node)
 //	"retention validation failed after detach"  Error  recording, start, previous_start, error, fix
 //
+// The storage gate (storage.go) adds:
+//
+//	"storage full"      Warn   path (the archive directory), free_bytes, reserve_bytes,
+//	                           needed_bytes, effect: the node refuses commands
+//	                    Error  path (the file whose operation failed with ENOSPC),
+//	                           free_bytes, reserve_bytes, needed_bytes (where the file
+//	                           system tells its free space), effect, error: the node stops
+//	"storage available" Info   path, free_bytes, reserve_bytes, refused: commands taken again
+//
 // Records are built only at these events; the duty cycle's steady state
 // logs nothing and allocates nothing for logging.
 

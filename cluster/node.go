@@ -139,6 +139,15 @@ type Options struct {
 	// directory is as it was. It must only read. `matchlog node`'s
 	// restart-vs-rebuild gate (cluster/retention's verdict) is one.
 	StartGate func(fsys vfs.FS, dir string) error
+	// StorageReserve is the free space (bytes) the archive volume must
+	// keep for the node to take commands (storage.go): below it they are
+	// refused (Refuser) until space returns. 0: one log segment plus
+	// twice the last snapshot set's bytes; negative: no gate.
+	// StorageCheckInterval is how often the duty cycle reads the free
+	// space (default DefaultStorageCheckInterval; a value below 1 ms:
+	// every DoWork).
+	StorageReserve       int64
+	StorageCheckInterval time.Duration
 }
 
 // Observer receives measurements (Options.DutyCycle).
@@ -242,6 +251,19 @@ type Stats struct {
 	RetentionPendingUnlinks    int64
 	RetentionArchiveBytes      int64
 	RetentionErrors            int64
+
+	// Storage (storage.go). ArchiveFreeBytes is the archive volume's
+	// free space at the last check (-1: the file system cannot tell, or
+	// the gate is off); StorageFull is true while commands are refused
+	// for want of space; StorageFullEvents counts the times the node
+	// became storage-full, StorageRefused the session messages refused
+	// meanwhile; StorageErrors the file operations that failed with
+	// ENOSPC (each one stops the node).
+	ArchiveFreeBytes  int64
+	StorageFull       bool
+	StorageFullEvents int64
+	StorageRefused    int64
+	StorageErrors     int64
 }
 
 // DutyCycleSplit is where one DoWork's time went.
@@ -413,6 +435,9 @@ type Node struct {
 	cuts    []segmentCut // bytes this start's crash repairs cut from segments
 
 	ret *retainer // automatic retention; nil when off
+
+	storage  storageGate // the free-space watch (storage.go)
+	refusing bool        // egress offered now answers a refused message
 }
 
 func (o *Options) defaults() {
@@ -568,9 +593,14 @@ func (h nodeHandle) Offer(sessionID int64, msg []byte) bool {
 	if n.replaying {
 		return true
 	}
+	pos := n.curPos
+	if n.refusing {
+		// After everything appended so far (storage.go).
+		pos = n.pub.Position()
+	}
 	off := len(n.arena)
 	n.arena = append(n.arena, msg...)
-	n.egress = append(n.egress, egressMsg{pos: n.curPos, session: sessionID, off: off, n: len(msg)})
+	n.egress = append(n.egress, egressMsg{pos: pos, session: sessionID, off: off, n: len(msg)})
 	return true
 }
 
@@ -663,6 +693,11 @@ func (n *Node) Stats() Stats {
 		s.ArchiveStart = n.rec.desc.StartPosition
 	}
 	s.SnapshotInProgress = n.job != nil
+	s.ArchiveFreeBytes = -1
+	if n.storage.checked && !n.storage.off {
+		s.ArchiveFreeBytes = n.storage.free
+	}
+	s.StorageFull = n.storage.full != nil
 	return s
 }
 
@@ -715,6 +750,7 @@ func (n *Node) DoWork() (int, error) {
 func (n *Node) fail(err error) {
 	if n.failed == nil {
 		n.failed = err
+		n.noteStorageError(err)
 		n.logFailed(err)
 	}
 }
@@ -722,7 +758,8 @@ func (n *Node) fail(err error) {
 func (n *Node) doWork() (int, error) {
 	n.split, n.lastRecord = DutyCycleSplit{}, 0
 	t0 := time.Now()
-	if now := n.opts.EpochClock(); now-n.markMs >= MarkFileUpdateInterval.Milliseconds() || now < n.markMs {
+	now := n.opts.EpochClock()
+	if now-n.markMs >= MarkFileUpdateInterval.Milliseconds() || now < n.markMs {
 		// One positional write, no sync: liveness, not durability.
 		if err := stampMarkFile(n.mark, now); err != nil {
 			return 0, fmt.Errorf("cluster: mark file: %w", err)
@@ -735,6 +772,7 @@ func (n *Node) doWork() (int, error) {
 	if err := n.pollSnapshot(false); err != nil {
 		return 0, err
 	}
+	n.checkStorage(now)
 	t2 := time.Now()
 	n.split.Snapshot = t2.Sub(t1)
 	work, err := n.sequence()
@@ -746,6 +784,7 @@ func (n *Node) doWork() (int, error) {
 	if err := n.step(true); err != nil {
 		return work, err
 	}
+	work += n.refuseQueued()
 	t4 := time.Now()
 	n.split.Record = n.lastRecord
 	n.split.Service = t4.Sub(t3) - n.lastRecord
@@ -869,6 +908,11 @@ func (n *Node) sequence() (int, error) {
 			ok, err = n.offerLog(n.encodeOpen(it, now))
 			opened = opened || ok
 		case inMessage:
+			if n.storage.full != nil {
+				// Refused after the step (storage.go), or left queued.
+				ok = false
+				break
+			}
 			if n.cm.sessions[it.session] != nil || n.pendingOpenLocked(it.session) {
 				ok, err = n.offerLog(n.encodeMessage(it.session, now, n.work.arena[it.off:it.off+it.n]))
 			}

@@ -235,6 +235,11 @@ const (
 	RejNotModifiable       Reason = 13 // modify of an armed (not yet triggered) order
 	RejBadCommand          Reason = 14 // unknown command kind
 	RejNoChange            Reason = 15 // modify to the same price and quantity
+	// RejStorageFull is never the engine's: a node whose archive volume
+	// is short of space refuses the command before it is sequenced (so it
+	// is in no log and changes no state) and answers it with this reason;
+	// the client may send it again once space returns.
+	RejStorageFull Reason = 16
 )
 
 // Cancel reasons.
@@ -265,6 +270,7 @@ var reasonNames = map[Reason]string{
 	RejNotModifiable:       "not_modifiable",
 	RejBadCommand:          "bad_command",
 	RejNoChange:            "no_change",
+	RejStorageFull:         "storage_full",
 	CxlRequested:           "requested",
 	CxlIOC:                 "ioc",
 	CxlFOK:                 "fok",

@@ -299,6 +299,35 @@ func (s *Service) OnSessionMessage(sess *cluster.ClientSession, ts int64, msg []
 	return nil
 }
 
+// OnRefused implements cluster.Refuser: a command the node did not
+// sequence (its archive volume is short of space) is answered with a
+// Rejected event of reason engine.RejStorageFull and its Release, as the
+// engine answers a command it rejects; a SubscribeDepth likewise. The
+// engine never saw it: its source's high-water mark stays where it was,
+// so the client may send the same command again once space returns. A
+// message that does not decode is dropped, as a replay would skip it.
+func (s *Service) OnRefused(c cluster.Cluster, sessionID int64, msg []byte, _ error) {
+	var src, seq uint64
+	var inst uint32
+	var id uint64
+	if err := wire.DecodeCommand(msg, &s.cmd); err == nil {
+		src, seq, inst, id = s.cmd.Source, s.cmd.Seq, s.cmd.Instrument, s.cmd.OrderID
+	} else if source, sq, in, _, err := wire.DecodeSubscribeDepth(msg); err == nil {
+		src, seq, inst = source, sq, in
+	} else {
+		return
+	}
+	s.Rejected[engine.RejStorageFull]++
+	ev := engine.Event{Kind: engine.EvRejected, Source: src, Seq: seq, Instrument: inst, OrderID: id, Reason: engine.RejStorageFull}
+	s.buf = wire.AppendEvent(s.buf[:0], &ev)
+	c.Offer(sessionID, s.buf)
+	ev = engine.Event{Kind: engine.EvRelease, Source: src, Seq: seq, Instrument: inst}
+	s.buf = wire.AppendEvent(s.buf[:0], &ev)
+	c.Offer(sessionID, s.buf)
+}
+
+var _ cluster.Refuser = (*Service)(nil)
+
 // OnTimerEvent implements cluster.Service (the engine schedules none).
 func (s *Service) OnTimerEvent(int64, int64) error { return nil }
 

@@ -42,6 +42,8 @@ type nodeFlags struct {
 	keep        int
 	delay       time.Duration
 	force       bool
+	// storage gate
+	storageReserve int64
 }
 
 // nodeConfig is `matchlog node`'s command line: the server's options
@@ -77,6 +79,7 @@ func parseNodeFlags(args []string, stderr io.Writer) (nodeConfig, error) {
 	fs.IntVar(&f.keep, "keep", 0, "automatic retention: complete snapshot generations to keep; older ones are deleted whole and the log is never cut past the oldest kept (default 2 once a --retention rule is given; giving it alone turns on the deletion of older generations)")
 	fs.DurationVar(&f.delay, "delay", archive.DefaultDeleteDelay, "automatic retention: delay between renaming a file *.deleted and unlinking it; 0 unlinks at once")
 	fs.BoolVar(&f.force, "force", false, "start even when the directory's restart-vs-rebuild verdict is not normal-restart or full-replay (logged as a WARNING)")
+	fs.Int64Var(&f.storageReserve, "storage-reserve", 0, "free bytes the archive's volume must keep for the node to take commands; below it each command is answered Rejected storage_full until space returns (0: one log segment plus twice the last snapshot; -1: no check)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), "usage: matchlog node --dir D [--listen ADDR] [flags]\n\n"+
 			"Runs a node with the matching engine, serving clients over TCP until SIGINT or\n"+
@@ -94,7 +97,12 @@ func parseNodeFlags(args []string, stderr io.Writer) (nodeConfig, error) {
 			"'matchlog retention verdict --member 0=D') and starts only on normal-restart\n"+
 			"or full-replay, or on a first start (no TERM entry in recording.log and no\n"+
 			"recorded log in the archive); any other verdict exits 1 naming the verdict,\n"+
-			"its reasons and the command that applies. --force starts anyway.\n\n")
+			"its reasons and the command that applies. --force starts anyway.\n\n"+
+			"A full disk: while the archive volume has less free than --storage-reserve the\n"+
+			"node refuses commands (Rejected, reason storage_full; logged \"storage full\" with\n"+
+			"the path and the bytes needed) and takes them again by itself once space\n"+
+			"returns. A write that still fails (ENOSPC, EIO) or a failed sync stops the node\n"+
+			"with the error; restart it once the disk is fixed.\n\n")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args, stderr); err != nil {
@@ -148,6 +156,9 @@ func parseNodeFlags(args []string, stderr io.Writer) (nodeConfig, error) {
 		// The log's term length must not exceed its segment length.
 		termLength = int(min(f.segmentLength, 16<<20))
 	}
+	if f.storageReserve < -1 {
+		return bad("--storage-reserve %d: give a number of bytes, 0 for the default or -1 for no check", f.storageReserve)
+	}
 	if f.retInterval < 0 || f.retMaxAge < 0 || f.retMaxBytes < 0 || f.keep < 0 || f.delay < 0 {
 		return bad("--retention-interval, --retention-max-age, --retention-max-bytes, --keep and --delay must not be negative")
 	}
@@ -169,7 +180,7 @@ func parseNodeFlags(args []string, stderr io.Writer) (nodeConfig, error) {
 		Addr: f.listen,
 		Node: cluster.Options{Dir: f.dir, FileSyncLevel: syncLevel, SnapshotMode: mode,
 			SnapshotEveryBytes: f.everyBytes, SegmentLength: int32(f.segmentLength), TermLength: termLength, Retention: ret,
-			StartGate: startGate(f.force, logger)},
+			StartGate: startGate(f.force, logger), StorageReserve: f.storageReserve},
 		Service:            enginesvc.Options{Workers: f.workers},
 		SessionTimeout:     f.sessionTimeout,
 		SnapshotOnShutdown: f.onExit,

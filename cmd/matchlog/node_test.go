@@ -78,6 +78,15 @@ func TestNodeFlags(t *testing.T) {
 		r.Node.SegmentLength != 65536 || r.Node.TermLength != 65536 {
 		t.Fatalf("retention flags: %+v, segment %d, term %d", r.Node.Retention, r.Node.SegmentLength, r.Node.TermLength)
 	}
+	if o.Node.StorageReserve != 0 {
+		t.Fatalf("default --storage-reserve: %d", o.Node.StorageReserve)
+	}
+	if sr, err := parseNodeFlags([]string{"--dir", "d", "--storage-reserve", "1048576"}, &stderr); err != nil || sr.Node.StorageReserve != 1<<20 {
+		t.Fatalf("--storage-reserve 1048576: %d, %v", sr.Node.StorageReserve, err)
+	}
+	if _, err := parseNodeFlags([]string{"--dir", "d", "--storage-reserve", "-2"}, &stderr); !errors.Is(err, errUsage) {
+		t.Fatalf("--storage-reserve -2: %v", err)
+	}
 	if o.Service.Workers != 0 {
 		t.Fatalf("default --workers: %d, want 0 (linear)", o.Service.Workers)
 	}

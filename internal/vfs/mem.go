@@ -3,6 +3,7 @@ package vfs
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"os"
@@ -27,7 +28,80 @@ const maxMemSize = 1<<31 - 1
 type MemFS struct {
 	mu   sync.Mutex
 	root *memNode
+	// capacity bounds the bytes of all files (SetCapacity); 0: no bound.
+	capacity int64
 }
+
+// SetCapacity makes m a volume of n bytes (n <= 0: unbounded, the
+// default): from then on a WriteAt, Preallocate or Truncate that would
+// make the files reachable from the root hold more than n bytes together
+// (each file counted at its current length, sparse or not) fails with an
+// error satisfying errors.Is(err, syscall.ENOSPC) that names the file and
+// the bytes it lacked, and changes nothing, as a full disk fails write(2)
+// and fallocate(2). Lowering the capacity below what the files hold
+// deletes nothing; raising it is space returning. A removed file still
+// open no longer counts. Crash clones are unbounded.
+func (m *MemFS) SetCapacity(n int64) {
+	m.mu.Lock()
+	m.capacity = max(n, 0)
+	m.mu.Unlock()
+}
+
+// Free returns the bytes the files may still grow by under the capacity
+// (SetCapacity; never negative), or -1 when m is unbounded. Tests hand it
+// to [Injector.WithFreeBytes] as the volume's free space.
+func (m *MemFS) Free() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.capacity == 0 {
+		return -1
+	}
+	return max(m.capacity-m.usedLocked(), 0)
+}
+
+// usedLocked is the bytes of the files reachable from the root, each
+// counted once.
+func (m *MemFS) usedLocked() int64 {
+	var used int64
+	seen := map[*memNode]bool{}
+	var walk func(d *memNode)
+	walk = func(d *memNode) {
+		for _, c := range d.children {
+			switch {
+			case c.dir:
+				walk(c)
+			case !seen[c]:
+				seen[c] = true
+				used += int64(len(c.data))
+			}
+		}
+	}
+	walk(m.root)
+	return used
+}
+
+// growLocked checks that f may grow to size bytes under the capacity.
+func (f *memFile) growLocked(op string, size int64) error {
+	m := f.fs
+	grow := size - int64(len(f.n.data))
+	if m.capacity == 0 || grow <= 0 {
+		return nil
+	}
+	free := m.capacity - m.usedLocked()
+	if grow <= free {
+		return nil
+	}
+	return pathErr(op, f.name, &noSpaceError{need: grow, free: max(free, 0)})
+}
+
+// noSpaceError is ENOSPC with the bytes an operation lacked.
+type noSpaceError struct{ need, free int64 }
+
+func (e *noSpaceError) Error() string {
+	return fmt.Sprintf("%v: needs %d bytes, %d free", syscall.ENOSPC, e.need, e.free)
+}
+
+func (e *noSpaceError) Unwrap() error { return syscall.ENOSPC }
 
 // NewMem returns an empty memory file system.
 func NewMem() *MemFS { return &MemFS{root: newMemDir()} }
@@ -436,6 +510,9 @@ func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
+	if err := f.growLocked("write", off+int64(len(p))); err != nil {
+		return 0, err
+	}
 	f.n.changeFileLocked(fileOp{kind: opWriteAt, off: off, data: bytes.Clone(p)})
 	return len(p), nil
 }
@@ -478,6 +555,9 @@ func (f *memFile) Preallocate(size int64) error {
 	case size > maxMemSize:
 		return pathErr("preallocate", f.name, syscall.EFBIG)
 	case size > int64(len(f.n.data)):
+		if err := f.growLocked("preallocate", size); err != nil {
+			return err
+		}
 		f.n.changeFileLocked(fileOp{kind: opGrow, off: size})
 	}
 	return nil
@@ -495,6 +575,9 @@ func (f *memFile) Truncate(size int64) error {
 	case size > maxMemSize:
 		return pathErr("truncate", f.name, syscall.EFBIG)
 	case size != int64(len(f.n.data)):
+		if err := f.growLocked("truncate", size); err != nil {
+			return err
+		}
 		f.n.changeFileLocked(fileOp{kind: opTruncate, off: size})
 	}
 	return nil

@@ -279,6 +279,7 @@ const (
 	ReasonNotModifiable       Reason = 13
 	ReasonBadCommand          Reason = 14
 	ReasonNoChange            Reason = 15
+	ReasonStorageFull         Reason = 16
 	ReasonCxlRequested        Reason = 32
 	ReasonCxlIOC              Reason = 33
 	ReasonCxlFOK              Reason = 34
@@ -323,6 +324,8 @@ func (v Reason) String() string {
 		return "BadCommand"
 	case ReasonNoChange:
 		return "NoChange"
+	case ReasonStorageFull:
+		return "StorageFull"
 	case ReasonCxlRequested:
 		return "CxlRequested"
 	case ReasonCxlIOC:

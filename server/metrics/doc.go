@@ -99,6 +99,15 @@
 //	matchlog_retention_pending_unlinks         gauge    renamed files waiting to be unlinked
 //	matchlog_retention_archive_bytes           gauge    the archive directory's size at the last check
 //	matchlog_retention_errors_total            counter  retention steps that failed (logged, retried)
+//	matchlog_archive_free_bytes                gauge    free bytes of the file system holding the archive directory,
+//	                                                    read at the scrape (absent where the file system cannot tell)
+//	matchlog_archive_disk_full_errors_total    counter  file operations of the node that failed with ENOSPC (each
+//	                                                    stops the node; counted even once it has stopped)
+//	matchlog_archive_storage_full              gauge    1 while the node refuses commands because the archive volume's
+//	                                                    free space is below its reserve (cluster.Options.StorageReserve);
+//	                                                    the refused commands count in
+//	                                                    matchlog_commands_rejected_total{reason="storage_full"}
+//	matchlog_archive_storage_full_events_total counter  times the node became storage-full
 //	matchlog_duty_cycle_seconds                histogram duration of each duty cycle that did work
 //	matchlog_file_sync_seconds{op}             histogram latency of each file sync of the node directory:
 //	                                                    op data (fdatasync), all (fsync), dir (directory)

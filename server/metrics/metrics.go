@@ -54,6 +54,8 @@ type Metrics struct {
 	syncDir   prometheus.Observer
 
 	archiveWritten atomic.Int64
+	diskFull       atomic.Int64 // file operations of the node that failed with ENOSPC
+	fs             *timedFS     // the node's instrumented FS (InstrumentNode)
 	srv            atomic.Pointer[server.Server]
 	hosted         atomic.Pointer[func(ctx context.Context) (HostedStats, error)]
 }
@@ -107,7 +109,8 @@ func (m *Metrics) InstrumentNode(o *cluster.Options) {
 	if base == nil {
 		base = vfs.Default
 	}
-	o.FS = newTimedFS(base, base.Join(o.Dir, cluster.ArchiveDirName), m)
+	m.fs = newTimedFS(base, base.Join(o.Dir, cluster.ArchiveDirName), m)
+	o.FS = m.fs
 }
 
 // Attach makes scrapes read s. Call it once server.New has returned.
@@ -128,6 +131,7 @@ type collector struct {
 	retChecks, retProposals, retApprovals, retLimited, retRefusals *prometheus.Desc
 	retDetachedSegs, retDetachedBytes, retSnapshots, retRecordings *prometheus.Desc
 	retUnlinked, retPending, retArchiveBytes, retErrors            *prometheus.Desc
+	freeBytes, diskFullErrs, storageFull, storageFullEvents        *prometheus.Desc
 }
 
 func newCollector(m *Metrics) *collector {
@@ -178,6 +182,11 @@ func newCollector(m *Metrics) *collector {
 		retPending:       d("matchlog_retention_pending_unlinks", "Files renamed *.deleted waiting to be unlinked."),
 		retArchiveBytes:  d("matchlog_retention_archive_bytes", "Size of the archive directory (every file at its length) at the last retention check."),
 		retErrors:        d("matchlog_retention_errors_total", "Automatic retention steps that failed (logged; retried by a later check)."),
+
+		freeBytes:         d("matchlog_archive_free_bytes", "Free bytes of the file system holding the archive directory, read at the scrape."),
+		diskFullErrs:      d("matchlog_archive_disk_full_errors_total", "File operations of the node that failed with ENOSPC (each stops the node)."),
+		storageFull:       d("matchlog_archive_storage_full", "1 while the node refuses commands because the archive volume's free space is below its reserve."),
+		storageFullEvents: d("matchlog_archive_storage_full_events_total", "Times the node became storage-full (free space below the reserve)."),
 	}
 }
 
@@ -189,7 +198,8 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		c.connAccepted, c.connRefused, c.sessOpen, c.sessOpened, c.sessClosed,
 		c.cmdReceived, c.cmdRejected, c.cmdDuplicate, c.egressMsgs, c.egressDropped, c.errors, c.archiveWritten,
 		c.retChecks, c.retProposals, c.retApprovals, c.retLimited, c.retRefusals, c.retDetachedSegs, c.retDetachedBytes,
-		c.retSnapshots, c.retRecordings, c.retUnlinked, c.retPending, c.retArchiveBytes, c.retErrors} {
+		c.retSnapshots, c.retRecordings, c.retUnlinked, c.retPending, c.retArchiveBytes, c.retErrors,
+		c.freeBytes, c.diskFullErrs, c.storageFull, c.storageFullEvents} {
 		ch <- d
 	}
 }
@@ -207,6 +217,12 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	counter(c.archiveWritten, c.m.archiveWritten.Load())
+	counter(c.diskFullErrs, c.m.diskFull.Load())
+	if fs := c.m.fs; fs != nil {
+		if free, err := fs.FreeBytes(strings.TrimSuffix(fs.archivePrefix, "/")); err == nil {
+			gauge(c.freeBytes, float64(free))
+		}
+	}
 	s := c.m.srv.Load()
 	if s == nil {
 		gauge(c.up, 0)
@@ -281,11 +297,17 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.retPending, float64(ns.RetentionPendingUnlinks))
 	gauge(c.retArchiveBytes, float64(ns.RetentionArchiveBytes))
 	counter(c.retErrors, ns.RetentionErrors)
-	for r := engine.Reason(1); r <= engine.RejNoChange; r++ {
+	full := 0.0
+	if ns.StorageFull {
+		full = 1
+	}
+	gauge(c.storageFull, full)
+	counter(c.storageFullEvents, ns.StorageFullEvents)
+	for r := engine.Reason(1); r <= engine.RejStorageFull; r++ {
 		counter(c.cmdRejected, es.Rejected[r], reasonLabel(r))
 	}
 	for r, n := range es.Rejected {
-		if r > engine.RejNoChange || r == engine.ReasonNone {
+		if r > engine.RejStorageFull || r == engine.ReasonNone {
 			counter(c.cmdRejected, n, reasonLabel(r))
 		}
 	}
