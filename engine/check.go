@@ -73,7 +73,7 @@ func (e *Engine) checkSide(b *book, si int) (int, error) {
 			err = fmt.Errorf("engine: instrument %d %s: order %d not after order %d", b.id, side, o.id, prev.id)
 		case o.qty <= 0 || o.qty%b.lot != 0 || b.checkPrice(b.price(o.px())) != ReasonNone || o.seq() == 0 || o.seq() >= e.nextSeq ||
 			skSide(o.sk) != side || o.sk&skArmed != 0 || int(o.acct()) >= len(e.accts):
-			err = fmt.Errorf("engine: instrument %d %s: invalid order %+v", b.id, side, o)
+			err = fmt.Errorf("engine: instrument %d %s: invalid order %d (ticks %d, account number %d, qty %d, sk %#x)", b.id, side, o.id, o.px(), o.acct(), o.qty, o.sk)
 		default:
 			l, ok := e.index.get(o.id)
 			if !ok || l != (loc{sk: o.sk, px: o.px(), inst: b.id}) {
