@@ -9,18 +9,35 @@ import (
 const treeDegree = 64
 
 // order is a resting order as stored in a side tree, by value, in 32
-// bytes: the price as a tick count above the instrument's band floor, the
-// account as the engine's dense account number, and sk, which packs the
-// arrival sequence (high 56 bits) with flags (low 8 bits), so comparing sk
-// compares arrival sequences. Heap per resting order is mostly B-tree node
-// capacity times this size, so every byte here counts about twice.
+// bytes: pa packs the price as a tick count above the instrument's band
+// floor (high 32 bits) with the account as the engine's dense account
+// number (low 32 bits), and sk packs the arrival sequence (high 56 bits)
+// with flags (low 8 bits), so comparing sk compares arrival sequences. Heap
+// per resting order is mostly B-tree node capacity times this size, so
+// every byte here counts about twice.
+//
+// Four machine words, not five: google/btree calls its comparator through
+// a function value with two items by value, and Go passes a struct of at
+// most four words in registers and keeps it in registers inside a function
+// (SSA), while a five-field struct goes through memory, its second copy on
+// the stack, on every comparison of every tree search.
 type order struct {
-	px   uint32 // ticks above the band floor
-	acct uint32 // dense account number, see Engine.acct
-	sk   uint64
-	id   uint64
-	qty  int64
+	pa  uint64 // price ticks << 32 | dense account number; see pxAcct
+	sk  uint64
+	id  uint64
+	qty int64
 }
+
+// pxAcct packs a price in ticks and a dense account number into order.pa.
+func pxAcct(px, acct uint32) uint64 { return uint64(px)<<32 | uint64(acct) }
+
+// px returns the order's price in ticks above the band floor.
+func (o order) px() uint32 { return uint32(o.pa >> 32) }
+
+// acct returns the order's dense account number, see Engine.acct.
+func (o order) acct() uint32 { return uint32(o.pa) }
+
+func (o *order) setPx(px uint32) { o.pa = pxAcct(px, o.acct()) }
 
 // Flag bits of sk, below the arrival sequence. Side, armed and ref are kept
 // there too, so an index entry is 16 bytes.
@@ -102,11 +119,11 @@ func (t *trigger) stp() STP    { return skSTPOf(t.sk) }
 func (t *trigger) post() bool  { return skPostOf(t.sk) }
 
 func lessBid(a, b order) bool {
-	return a.px > b.px || (a.px == b.px && a.sk < b.sk)
+	return a.px() > b.px() || (a.px() == b.px() && a.sk < b.sk)
 }
 
 func lessAsk(a, b order) bool {
-	return a.px < b.px || (a.px == b.px && a.sk < b.sk)
+	return a.px() < b.px() || (a.px() == b.px() && a.sk < b.sk)
 }
 
 func lessBidLevel(a, b *level) bool { return a.price > b.price }
@@ -213,7 +230,7 @@ func crosses(s Side, limit, p int64) bool {
 // best opposite order.
 func (b *book) wouldCross(s Side, price int64) bool {
 	best, ok := b.orders[sideIndex(opposite(s))].Min()
-	return ok && crosses(s, price, b.price(best.px))
+	return ok && crosses(s, price, b.price(best.px()))
 }
 
 // levels recycles level structs the writer owns. Levels that a frozen view

@@ -33,8 +33,8 @@ func (e *Engine) Check() error {
 		}
 		bid, okb := b.orders[0].Min()
 		ask, oka := b.orders[1].Min()
-		if okb && oka && bid.px >= ask.px {
-			return fmt.Errorf("engine: instrument %d: crossed book: bid %d, ask %d", b.id, b.price(bid.px), b.price(ask.px))
+		if okb && oka && bid.px() >= ask.px() {
+			return fmt.Errorf("engine: instrument %d: crossed book: bid %d, ask %d", b.id, b.price(bid.px()), b.price(ask.px()))
 		}
 	}
 	if len(e.byID) != len(e.books) {
@@ -71,19 +71,19 @@ func (e *Engine) checkSide(b *book, si int) (int, error) {
 		switch {
 		case n > 0 && !less(prev, o):
 			err = fmt.Errorf("engine: instrument %d %s: order %d not after order %d", b.id, side, o.id, prev.id)
-		case o.qty <= 0 || o.qty%b.lot != 0 || b.checkPrice(b.price(o.px)) != ReasonNone || o.seq() == 0 || o.seq() >= e.nextSeq ||
-			skSide(o.sk) != side || o.sk&skArmed != 0 || int(o.acct) >= len(e.accts):
-			err = fmt.Errorf("engine: instrument %d %s: invalid order %+v", b.id, side, o)
+		case o.qty <= 0 || o.qty%b.lot != 0 || b.checkPrice(b.price(o.px())) != ReasonNone || o.seq() == 0 || o.seq() >= e.nextSeq ||
+			skSide(o.sk) != side || o.sk&skArmed != 0 || int(o.acct()) >= len(e.accts):
+			err = fmt.Errorf("engine: instrument %d %s: invalid order %d (ticks %d, account number %d, qty %d, sk %#x)", b.id, side, o.id, o.px(), o.acct(), o.qty, o.sk)
 		default:
 			l, ok := e.index.get(o.id)
-			if !ok || l != (loc{sk: o.sk, px: o.px, inst: b.id}) {
+			if !ok || l != (loc{sk: o.sk, px: o.px(), inst: b.id}) {
 				err = fmt.Errorf("engine: order %d: index %+v (present %v) does not match the tree", o.id, l, ok)
 			}
 		}
 		if err != nil {
 			return false
 		}
-		if price := b.price(o.px); n == 0 || price != cur.price {
+		if price := b.price(o.px()); n == 0 || price != cur.price {
 			flush()
 			cur = level{price: price}
 		}

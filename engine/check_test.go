@@ -37,10 +37,10 @@ func TestCheckCatches(t *testing.T) {
 		}},
 		{"crossed book", "crossed", func(e *Engine, b *book) {
 			o, _ := b.orders[1].DeleteMin()
-			o.px = b.ticks(99)
+			o.setPx(b.ticks(99))
 			b.orders[1].ReplaceOrInsert(o)
 			l, _ := e.index.get(o.id)
-			l.px = o.px
+			l.px = o.px()
 			e.index.put(o.id, l)
 			b.addLevel(&e.lp, 1, 105, -o.qty, -1)
 			b.addLevel(&e.lp, 1, 99, o.qty, 1)

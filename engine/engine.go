@@ -306,7 +306,7 @@ func (e *Engine) newOrder(c *Command) Reason {
 		e.index.put(c.OrderID, loc{sk: t.sk, px: b.ticks(c.Stop), inst: b.id})
 	default:
 		tk := e.newTaker(b, c.Side, c.Type == Market, c.TIF, c.Price,
-			order{sk: packSK(seq, c.STP, c.Post, c.Side), id: c.OrderID, acct: e.acct(c.Account), qty: c.Qty})
+			order{sk: packSK(seq, c.STP, c.Post, c.Side), id: c.OrderID, pa: pxAcct(0, e.acct(c.Account)), qty: c.Qty})
 		e.take(b, &tk)
 	}
 	e.runTriggers(b)
@@ -353,7 +353,7 @@ func (e *Engine) cancel(c *Command) Reason {
 		e.cancelTrigger(b, l.side(), &t, CxlRequested)
 		return ReasonNone
 	}
-	o, _ := b.orders[sideIndex(l.side())].Delete(order{px: l.px, sk: l.sk})
+	o, _ := b.orders[sideIndex(l.side())].Delete(order{pa: pxAcct(l.px, 0), sk: l.sk})
 	e.removed(b, l.side(), &o, o.qty, CxlRequested)
 	return ReasonNone
 }
@@ -362,7 +362,7 @@ func (e *Engine) cancel(c *Command) Reason {
 // side tree: index, level totals, depth touch and the Cancelled event.
 func (e *Engine) removed(b *book, side Side, o *order, qty int64, why Reason) {
 	e.index.del(o.id)
-	price := b.price(o.px)
+	price := b.price(o.px())
 	e.changeLevel(b, side, price, -qty, -1)
 	e.emit(Event{Kind: EvCancelled, Instrument: b.id, OrderID: o.id, Side: side, Price: price, Qty: qty, Reason: why})
 }
@@ -390,8 +390,8 @@ func (e *Engine) modify(c *Command) Reason {
 	// a late reject puts it back unchanged.
 	side := l.side()
 	si := sideIndex(side)
-	o, _ := b.orders[si].Delete(order{px: l.px, sk: l.sk})
-	price := b.price(o.px)
+	o, _ := b.orders[si].Delete(order{pa: pxAcct(l.px, 0), sk: l.sk})
+	price := b.price(o.px())
 	if c.Price == price && c.Qty == o.qty {
 		b.orders[si].ReplaceOrInsert(o)
 		return RejNoChange
@@ -413,7 +413,7 @@ func (e *Engine) modify(c *Command) Reason {
 	e.changeLevel(b, side, price, -o.qty, -1)
 	seq := e.nextSeq
 	e.nextSeq++
-	tk := e.newTaker(b, side, false, GTC, c.Price, order{sk: packSK(seq, o.stp(), o.post(), side), id: o.id, acct: o.acct, qty: c.Qty})
+	tk := e.newTaker(b, side, false, GTC, c.Price, order{sk: packSK(seq, o.stp(), o.post(), side), id: o.id, pa: pxAcct(0, o.acct()), qty: c.Qty})
 	if !e.take(b, &tk) {
 		e.index.del(o.id)
 	}
@@ -440,7 +440,7 @@ func (e *Engine) massCancelBook(b *book, account uint64) {
 		side := Side(si + 1)
 		e.scratch = e.scratch[:0]
 		b.orders[si].Ascend(func(o order) bool {
-			if account == 0 || (known && o.acct == acct) {
+			if account == 0 || (known && o.acct() == acct) {
 				e.scratch = append(e.scratch, o)
 			}
 			return true

@@ -17,7 +17,7 @@ func (e *Engine) newTaker(b *book, side Side, market bool, tif TimeInForce, limi
 	if market {
 		limit = 0
 	} else {
-		o.px = b.ticks(limit)
+		o.setPx(b.ticks(limit))
 	}
 	return taker{o: o, limit: limit, side: side, market: market, tif: tif}
 }
@@ -28,9 +28,9 @@ func (t *taker) reaches(px uint32) bool {
 		return true
 	}
 	if t.side == Buy {
-		return px <= t.o.px
+		return px <= t.o.px()
 	}
-	return px >= t.o.px
+	return px >= t.o.px()
 }
 
 // take matches a taker against the book and then cancels or rests its
@@ -65,7 +65,7 @@ func (e *Engine) cancelTaker(b *book, t *taker, why Reason) {
 func (e *Engine) rest(b *book, t *taker) {
 	si := sideIndex(t.side)
 	b.orders[si].ReplaceOrInsert(t.o)
-	e.index.put(t.o.id, loc{sk: t.o.sk, px: t.o.px, inst: b.id})
+	e.index.put(t.o.id, loc{sk: t.o.sk, px: t.o.px(), inst: b.id})
 	e.changeLevel(b, t.side, t.limit, t.o.qty, 1)
 }
 
@@ -78,10 +78,10 @@ func (e *Engine) match(b *book, t *taker) (stopped bool) {
 	stp := t.o.stp()
 	for t.o.qty > 0 {
 		m, ok := tree.Min()
-		if !ok || !t.reaches(m.px) {
+		if !ok || !t.reaches(m.px()) {
 			return false
 		}
-		if stp != STPNone && m.acct == t.o.acct {
+		if stp != STPNone && m.acct() == t.o.acct() {
 			switch stp {
 			case STPCancelNewest:
 				return true
@@ -94,7 +94,7 @@ func (e *Engine) match(b *book, t *taker) (stopped bool) {
 			case STPDecrement:
 				q := min(t.o.qty, m.qty)
 				e.reduceMaker(b, ms, &m, q)
-				e.emit(Event{Kind: EvCancelled, Instrument: b.id, OrderID: m.id, Side: ms, Price: b.price(m.px),
+				e.emit(Event{Kind: EvCancelled, Instrument: b.id, OrderID: m.id, Side: ms, Price: b.price(m.px()),
 					Qty: q, Remaining: m.qty, Reason: CxlSelfTrade})
 				t.o.qty -= q
 				e.emit(Event{Kind: EvCancelled, Instrument: b.id, OrderID: t.o.id, Side: t.side, Price: t.limit,
@@ -105,7 +105,7 @@ func (e *Engine) match(b *book, t *taker) (stopped bool) {
 		q := min(t.o.qty, m.qty)
 		t.o.qty -= q
 		e.reduceMaker(b, ms, &m, q)
-		price := b.price(m.px)
+		price := b.price(m.px())
 		b.lastTrade = price
 		e.emit(Event{Kind: EvTrade, Instrument: b.id, OrderID: t.o.id, Maker: m.id, Side: t.side, Price: price,
 			Qty: q, Remaining: t.o.qty, MakerRemaining: m.qty})
@@ -121,10 +121,10 @@ func (e *Engine) reduceMaker(b *book, ms Side, m *order, q int64) {
 	if m.qty == 0 {
 		b.orders[msi].DeleteMin()
 		e.index.del(m.id)
-		e.changeLevel(b, ms, b.price(m.px), -q, -1)
+		e.changeLevel(b, ms, b.price(m.px()), -q, -1)
 	} else {
 		b.orders[msi].ReplaceOrInsert(*m)
-		e.changeLevel(b, ms, b.price(m.px), -q, 0)
+		e.changeLevel(b, ms, b.price(m.px()), -q, 0)
 	}
 }
 
@@ -148,10 +148,10 @@ func (e *Engine) fillable(b *book, t *taker) bool {
 	}
 	ok := false
 	b.orders[msi].Ascend(func(m order) bool {
-		if !t.reaches(m.px) {
+		if !t.reaches(m.px()) {
 			return false
 		}
-		if m.acct == t.o.acct {
+		if m.acct() == t.o.acct() {
 			// cancel_oldest skips the maker it would cancel; every other
 			// mode stops the taker or decrements it without a fill.
 			return stp == STPCancelOldest
@@ -185,7 +185,7 @@ func (e *Engine) runTriggers(b *book) {
 		seq := e.nextSeq
 		e.nextSeq++
 		tk := e.newTaker(b, side, t.typ == Stop, t.tif, t.price,
-			order{sk: packSK(seq, t.stp(), t.post(), side), id: t.id, acct: e.acct(t.account), qty: t.qty})
+			order{sk: packSK(seq, t.stp(), t.post(), side), id: t.id, pa: pxAcct(0, e.acct(t.account)), qty: t.qty})
 		if t.post() && !tk.market && b.wouldCross(side, t.price) {
 			e.cancelTaker(b, &tk, CxlPostOnly)
 			continue

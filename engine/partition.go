@@ -69,7 +69,7 @@ func (f *Frozen) AppendPartitions(dst []Partition, n int) []Partition {
 			for acc+cnt-used > target && parts() < n {
 				take := target - acc
 				if used+take == 0 {
-					add(cut{seg: si, key: order{px: b.ticks(l.price)}}, acc)
+					add(cut{seg: si, key: order{pa: pxAcct(b.ticks(l.price), 0)}}, acc)
 					acc = 0
 					continue
 				}
@@ -103,14 +103,14 @@ func levelCutKey(b *book, side int, l *level, take uint64) (order, bool) {
 	var lo, hi uint64
 	found := false
 	px := b.ticks(l.price)
-	t.AscendGreaterOrEqual(order{px: px}, func(o order) bool {
-		lo, found = o.seq(), o.px == px
+	t.AscendGreaterOrEqual(order{pa: pxAcct(px, 0)}, func(o order) bool {
+		lo, found = o.seq(), o.px() == px
 		return false
 	})
 	if !found {
 		return order{}, false
 	}
-	t.DescendLessOrEqual(order{px: px, sk: math.MaxUint64}, func(o order) bool {
+	t.DescendLessOrEqual(order{pa: pxAcct(px, 0), sk: math.MaxUint64}, func(o order) bool {
 		hi = o.seq()
 		return false
 	})
@@ -124,7 +124,7 @@ func levelCutKey(b *book, side int, l *level, take uint64) (order, bool) {
 	if seq > hi {
 		seq = hi
 	}
-	return order{px: px, sk: seq << skSeqPos}, true
+	return order{pa: pxAcct(px, 0), sk: seq << skSeqPos}, true
 }
 
 // Emit streams the partition's orders to s in stream order and returns how

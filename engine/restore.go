@@ -213,10 +213,10 @@ func (r *Restorer) checkOrder(what string, instrument uint32, side Side, orderID
 // sortsBefore is lessBid or lessAsk by side, without the call through a
 // function value.
 func sortsBefore(side Side, a, b order) bool {
-	if a.px == b.px {
+	if a.px() == b.px() {
 		return a.sk < b.sk
 	}
-	return (a.px > b.px) == (side == Buy)
+	return (a.px() > b.px()) == (side == Buy)
 }
 
 func triggerSortsBefore(side Side, a, b trigger) bool {
@@ -241,13 +241,13 @@ func (r *Restorer) OnResting(instrument uint32, side Side, orderID, account uint
 		return err
 	}
 	si := sideIndex(side)
-	o := order{px: b.ticks(price), acct: r.st.acct(account), sk: packSK(seq, stp, post, side), id: orderID, qty: qty}
+	o := order{pa: pxAcct(b.ticks(price), r.st.acct(account)), sk: packSK(seq, stp, post, side), id: orderID, qty: qty}
 	if r.n[2] > 0 && !(r.prevInst < instrument || (r.prevInst == instrument && (r.prevSide < side ||
 		(r.prevSide == side && sortsBefore(side, r.prevOrder, o))))) {
 		return r.fail("resting order %d out of stream order", orderID)
 	}
 	r.prevInst, r.prevSide, r.prevOrder = instrument, side, o
-	r.ids.add(orderID, loc{sk: o.sk, px: o.px, inst: instrument})
+	r.ids.add(orderID, loc{sk: o.sk, px: o.px(), inst: instrument})
 	b.orders[si].ReplaceOrInsert(o) // in stream order: appends to the rightmost leaf
 	r.n[2]++
 	r.sum += HashResting(instrument, side, orderID, account, price, qty, seq, stp, post)
@@ -328,8 +328,8 @@ func (r *Restorer) OnEnd(sources, instruments, orders, triggers uint64, stateHas
 	for _, b := range r.st.books {
 		bid, okb := b.orders[0].Min()
 		ask, oka := b.orders[1].Min()
-		if okb && oka && bid.px >= ask.px {
-			return r.fail("instrument %d: crossed book (bid %d, ask %d)", b.id, b.price(bid.px), b.price(ask.px))
+		if okb && oka && bid.px() >= ask.px() {
+			return r.fail("instrument %d: crossed book (bid %d, ask %d)", b.id, b.price(bid.px()), b.price(ask.px()))
 		}
 	}
 	st := r.st

@@ -40,7 +40,7 @@ type emitter struct {
 
 func (w *emitter) resting(o order) bool {
 	w.n++
-	price, account := w.b.price(o.px), w.accts[o.acct]
+	price, account := w.b.price(o.px()), w.accts[o.acct()]
 	w.sum += HashResting(w.b.id, w.side, o.id, account, price, o.qty, o.seq(), o.stp(), o.post())
 	if w.rs != nil {
 		w.err = w.rs.OnResting(w.b.id, w.side, o.id, account, price, o.qty, o.seq(), o.stp(), o.post())
