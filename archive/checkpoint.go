@@ -3,7 +3,6 @@ package archive
 import (
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 
@@ -42,10 +41,10 @@ func NewCheckpoint(fsys vfs.FS, dir, suffix string) (*Checkpoint, error) {
 		return nil, fmt.Errorf("archive: checkpoint suffix %q: want a non-empty name part", suffix)
 	}
 	c := &Checkpoint{fs: fsys, dir: dir, suffix: suffix, files: map[string]int64{}}
-	if err := copyFile(fsys, fsys.Join(dir, CatalogFileName), fsys.Join(dir, CatalogFileName+suffix)); err != nil {
+	if err := vfs.CopyFile(fsys, fsys.Join(dir, CatalogFileName), fsys.Join(dir, CatalogFileName+suffix)); err != nil {
 		return nil, fmt.Errorf("archive: back up the catalog: %w", err)
 	}
-	err := copyFile(fsys, fsys.Join(dir, MarkFileName), fsys.Join(dir, MarkFileName+suffix))
+	err := vfs.CopyFile(fsys, fsys.Join(dir, MarkFileName), fsys.Join(dir, MarkFileName+suffix))
 	switch {
 	case err == nil:
 		c.hadMark = true
@@ -208,38 +207,6 @@ func RemoveCheckpointBackups(fsys vfs.FS, dir, prefix string) ([]string, error) 
 		return names, fmt.Errorf("archive: sync %s: %w", dir, err)
 	}
 	return names, nil
-}
-
-// copyFile copies src to a new file dst and syncs it.
-func copyFile(fsys vfs.FS, src, dst string) (err error) {
-	in, err := fsys.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	b, err := readAll(in)
-	if err != nil {
-		return fmt.Errorf("read %s: %w", src, err)
-	}
-	out, err := fsys.Create(dst)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if cerr := out.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			fsys.Remove(dst)
-		}
-	}()
-	if n, err := out.WriteAt(b, 0); err != nil || n < len(b) {
-		if err == nil {
-			err = io.ErrShortWrite
-		}
-		return fmt.Errorf("write %s: %w", dst, err)
-	}
-	return out.Sync()
 }
 
 // truncateFile cuts p to size and syncs it.

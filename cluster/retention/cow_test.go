@@ -56,11 +56,11 @@ func TestCOW(t *testing.T) {
 	if err != nil || !slices.Equal(names, []string{"a", "b2", "new"}) {
 		t.Fatalf("list %v %v", names, err)
 	}
-	b, err := readWhole(c, "d/a")
+	b, err := vfs.ReadFile(c, "d/a")
 	if err != nil || string(b) != "VIEW a" {
 		t.Fatalf("read through the view: %q %v", b, err)
 	}
-	if b, _ := readWhole(c, "d/b2"); string(b) != "base b" {
+	if b, _ := vfs.ReadFile(c, "d/b2"); string(b) != "base b" {
 		t.Fatalf("renamed file holds %q", b)
 	}
 	if got, _ := vfs.Digests(base, "d"); !maps.Equal(got, want) {

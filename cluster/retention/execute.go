@@ -3,7 +3,6 @@ package retention
 import (
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 	"time"
@@ -379,7 +378,7 @@ func (j *purgeJob) backup() error {
 	j.suffix = fmt.Sprintf("%s%d", BackupMarker, j.opts.Clock())
 	src := j.fs.Join(j.cdir(), recordinglog.FileName)
 	j.rlBackup = src + j.suffix
-	if err := copyFile(j.fs, src, j.rlBackup); err != nil {
+	if err := vfs.CopyFile(j.fs, src, j.rlBackup); err != nil {
 		return err
 	}
 	if err := j.fs.SyncDir(j.cdir()); err != nil {
@@ -690,60 +689,12 @@ func restartHash(fsys vfs.FS, dir string, g *restartGeometry, clock func() int64
 	return h, nil
 }
 
-// copyFile copies src to a new file dst (which must not exist) and syncs
-// it.
-func copyFile(fsys vfs.FS, src, dst string) (err error) {
-	b, err := readWhole(fsys, src)
-	if err != nil {
-		return err
-	}
-	out, err := fsys.Create(dst)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if cerr := out.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			fsys.Remove(dst)
-		}
-	}()
-	if n, err := out.WriteAt(b, 0); err != nil || n < len(b) {
-		if err == nil {
-			err = io.ErrShortWrite
-		}
-		return fmt.Errorf("write %s: %w", dst, err)
-	}
-	return out.Sync()
-}
-
-func readWhole(fsys vfs.FS, p string) ([]byte, error) {
-	f, err := fsys.Open(p)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	size, err := f.Size()
-	if err != nil {
-		return nil, err
-	}
-	b := make([]byte, size)
-	if n, err := f.ReadAt(b, 0); int64(n) < size {
-		if err == nil || errors.Is(err, io.EOF) {
-			err = io.ErrUnexpectedEOF
-		}
-		return nil, fmt.Errorf("read %s: %w", p, err)
-	}
-	return b, nil
-}
-
 func sameBytes(fsys vfs.FS, a, b string) (bool, error) {
-	x, err := readWhole(fsys, a)
+	x, err := vfs.ReadFile(fsys, a)
 	if err != nil {
 		return false, err
 	}
-	y, err := readWhole(fsys, b)
+	y, err := vfs.ReadFile(fsys, b)
 	if err != nil {
 		return false, err
 	}

@@ -360,14 +360,14 @@ func TestPurgeThreeMembersMember0(t *testing.T) {
 	}
 	checkPurged(t, vfs.Default, d, 786432, []int64{1, 2}, "after the purge")
 	// recording.log is unchanged: the entries of the purged generation stay.
-	a, _ := readWhole(vfs.Default, filepath.Join(src, "member-0", "cluster", "recording.log"))
-	b, _ := readWhole(vfs.Default, filepath.Join(d, "cluster", "recording.log"))
+	a, _ := vfs.ReadFile(vfs.Default, filepath.Join(src, "member-0", "cluster", "recording.log"))
+	b, _ := vfs.ReadFile(vfs.Default, filepath.Join(d, "cluster", "recording.log"))
 	if len(a) == 0 || string(a) != string(b) {
 		t.Fatal("recording.log changed")
 	}
 	// Aeron's archive-mark.dat is Aeron's: left byte for byte.
-	a, _ = readWhole(vfs.Default, filepath.Join(src, "member-0", "archive", "archive-mark.dat"))
-	b, _ = readWhole(vfs.Default, filepath.Join(d, "archive", "archive-mark.dat"))
+	a, _ = vfs.ReadFile(vfs.Default, filepath.Join(src, "member-0", "archive", "archive-mark.dat"))
+	b, _ = vfs.ReadFile(vfs.Default, filepath.Join(d, "archive", "archive-mark.dat"))
 	if len(a) == 0 || string(a) != string(b) {
 		t.Fatal("the purge changed Aeron's archive-mark.dat")
 	}
@@ -596,7 +596,7 @@ func memCopy(t *testing.T, src, dst string, subs ...string) *vfs.MemFS {
 			t.Fatal(err)
 		}
 		for _, n := range names {
-			b, err := readWhole(vfs.Default, filepath.Join(src, sub, n))
+			b, err := vfs.ReadFile(vfs.Default, filepath.Join(src, sub, n))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -671,7 +671,7 @@ func TestPurgeMembersInTurn(t *testing.T) {
 		names, _ := m1.List("m1/" + sub)
 		mem.MkdirAll("m1/" + sub)
 		for _, n := range names {
-			b, _ := readWhole(m1, "m1/"+sub+"/"+n)
+			b, _ := vfs.ReadFile(m1, "m1/"+sub+"/"+n)
 			f, _ := mem.Create("m1/" + sub + "/" + n)
 			f.WriteAt(b, 0)
 			f.Close()
