@@ -246,31 +246,7 @@ func TestKill9(t *testing.T) {
 				time.Sleep(ahead)
 			}
 			sent++
-			var cmd engine.Command
-			side := engine.Side(lr.IntN(2))
-			switch k := lr.IntN(10); {
-			case preloading.Load() || k < 5:
-				id++
-				price := int64(1000 - 1 - lr.IntN(200))
-				if side == engine.Sell {
-					price = int64(1000 + 1 + lr.IntN(200))
-				}
-				cmd = engine.Command{Kind: engine.CmdNewOrder, Instrument: 1, OrderID: id, Account: uint64(lr.IntN(50)) + 1,
-					Side: side, Type: engine.Limit, TIF: engine.GTC, Price: price, Qty: int64(lr.IntN(20)) + 1}
-			case k < 7: // crosses a few levels
-				id++
-				price := int64(1000 + lr.IntN(30))
-				if side == engine.Sell {
-					price = int64(1000 - lr.IntN(30))
-				}
-				cmd = engine.Command{Kind: engine.CmdNewOrder, Instrument: 1, OrderID: id, Account: uint64(lr.IntN(50)) + 1,
-					Side: side, Type: engine.Limit, TIF: engine.IOC, Price: price, Qty: int64(lr.IntN(60)) + 1}
-			case k < 9:
-				cmd = engine.Command{Kind: engine.CmdCancel, Instrument: 1, OrderID: uint64(lr.Int64N(int64(id)+1)) + 1}
-			default:
-				cmd = engine.Command{Kind: engine.CmdModify, Instrument: 1, OrderID: uint64(lr.Int64N(int64(id)+1)) + 1,
-					Price: int64(900 + lr.IntN(200)), Qty: int64(lr.IntN(20)) + 1}
-			}
+			cmd := kill9Command(lr, &id, preloading.Load())
 			if _, err := c.Send(&cmd); err != nil {
 				loadDone <- err
 				return
@@ -517,4 +493,35 @@ func descriptorOf(dir string, id int64) (archive.RecordingDescriptor, error) {
 	}
 	defer cat.Close()
 	return cat.Descriptor(id)
+}
+
+// kill9Command is the next command of the kill -9 tests' load: resting
+// limit orders (all of them while resting), IOC orders crossing a few
+// levels, cancels and modifies of ids already used; id is the last order
+// id, advanced for a new order.
+func kill9Command(lr *rand.Rand, id *uint64, resting bool) engine.Command {
+	side := engine.Side(lr.IntN(2))
+	switch k := lr.IntN(10); {
+	case resting || k < 5:
+		*id++
+		price := int64(1000 - 1 - lr.IntN(200))
+		if side == engine.Sell {
+			price = int64(1000 + 1 + lr.IntN(200))
+		}
+		return engine.Command{Kind: engine.CmdNewOrder, Instrument: 1, OrderID: *id, Account: uint64(lr.IntN(50)) + 1,
+			Side: side, Type: engine.Limit, TIF: engine.GTC, Price: price, Qty: int64(lr.IntN(20)) + 1}
+	case k < 7: // crosses a few levels
+		*id++
+		price := int64(1000 + lr.IntN(30))
+		if side == engine.Sell {
+			price = int64(1000 - lr.IntN(30))
+		}
+		return engine.Command{Kind: engine.CmdNewOrder, Instrument: 1, OrderID: *id, Account: uint64(lr.IntN(50)) + 1,
+			Side: side, Type: engine.Limit, TIF: engine.IOC, Price: price, Qty: int64(lr.IntN(60)) + 1}
+	case k < 9:
+		return engine.Command{Kind: engine.CmdCancel, Instrument: 1, OrderID: uint64(lr.Int64N(int64(*id)+1)) + 1}
+	default:
+		return engine.Command{Kind: engine.CmdModify, Instrument: 1, OrderID: uint64(lr.Int64N(int64(*id)+1)) + 1,
+			Price: int64(900 + lr.IntN(200)), Qty: int64(lr.IntN(20)) + 1}
+	}
 }

@@ -119,31 +119,7 @@ func TestKill9Retention(t *testing.T) {
 				time.Sleep(ahead)
 			}
 			sent++
-			side := engine.Side(lr.IntN(2))
-			var cmd engine.Command
-			switch k := lr.IntN(10); {
-			case k < 5:
-				id++
-				price := int64(1000 - 1 - lr.IntN(200))
-				if side == engine.Sell {
-					price = int64(1000 + 1 + lr.IntN(200))
-				}
-				cmd = engine.Command{Kind: engine.CmdNewOrder, Instrument: 1, OrderID: id, Account: uint64(lr.IntN(50)) + 1,
-					Side: side, Type: engine.Limit, TIF: engine.GTC, Price: price, Qty: int64(lr.IntN(20)) + 1}
-			case k < 7:
-				id++
-				price := int64(1000 + lr.IntN(30))
-				if side == engine.Sell {
-					price = int64(1000 - lr.IntN(30))
-				}
-				cmd = engine.Command{Kind: engine.CmdNewOrder, Instrument: 1, OrderID: id, Account: uint64(lr.IntN(50)) + 1,
-					Side: side, Type: engine.Limit, TIF: engine.IOC, Price: price, Qty: int64(lr.IntN(60)) + 1}
-			case k < 9:
-				cmd = engine.Command{Kind: engine.CmdCancel, Instrument: 1, OrderID: uint64(lr.Int64N(int64(id)+1)) + 1}
-			default:
-				cmd = engine.Command{Kind: engine.CmdModify, Instrument: 1, OrderID: uint64(lr.Int64N(int64(id)+1)) + 1,
-					Price: int64(900 + lr.IntN(200)), Qty: int64(lr.IntN(20)) + 1}
-			}
+			cmd := kill9Command(lr, &id, false)
 			if _, err := c.Send(&cmd); err != nil {
 				loadDone <- err
 				return
