@@ -2,9 +2,10 @@
 // every deletion of archived log must answer first: can this member still
 // restart normally, or must it be rebuilt? It measures the positions of
 // seeds/000 for each member from its own files, computes the
-// restart-vs-rebuild verdict, and plans (dry run only) how far each
-// member's log recording may be purged without pushing any member from a
-// normal restart to a rebuild.
+// restart-vs-rebuild verdict, plans how far each member's log recording
+// may be purged without pushing any member from a normal restart to a
+// rebuild (MakePlan, a dry run), and executes such a plan on stopped
+// members (Purge).
 //
 // # Positions
 //
