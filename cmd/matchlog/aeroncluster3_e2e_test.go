@@ -2,8 +2,11 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
 	"fmt"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -22,14 +25,33 @@ import (
 // threeNodeRate is the fixed send rate of TestAeronClusterThreeNodes.
 var threeNodeRate = flag.Int("aeron-3.rate", 500, "commands per second TestAeronClusterThreeNodes sends")
 
+// threeNodeSync is the archive's and consensus module's file sync level
+// in TestAeronClusterThreeNodes.
+var threeNodeSync = flag.Int("aeron-3.sync", 0, "file sync level (0, 1, 2) of the archives and consensus modules of TestAeronClusterThreeNodes")
+
 // threeNodeProps are the system properties a member of the three-member
-// test cluster adds to aeronMember.props: a leader is declared lost after
-// 3 s without its heartbeat (Aeron's default is 10 s), heartbeats every
-// 100 ms.
-var threeNodeProps = []string{
-	"aeron.cluster.leader.heartbeat.timeout=3s",
-	"aeron.cluster.leader.heartbeat.interval=100ms",
+// test cluster adds to aeronMember.props (a later -D of a name wins): a
+// leader is declared lost after 3 s without its heartbeat (Aeron's default
+// is 10 s), heartbeats every 100 ms; the settings docs/aeron-cluster.md
+// recommends: the archive writes and syncs in blocks of up to 16 MiB, the
+// consensus module's snapshot channel has the largest IPC MTU (with a term
+// that can carry it); the file sync level of -aeron-3.sync.
+func threeNodeProps() []string {
+	sync := strconv.Itoa(*threeNodeSync)
+	return []string{
+		"aeron.cluster.leader.heartbeat.timeout=3s",
+		"aeron.cluster.leader.heartbeat.interval=100ms",
+		"aeron.archive.file.io.max.length=16777216",
+		"aeron.cluster.snapshot.channel=" + threeNodeSnapshotChannel,
+		"aeron.archive.file.sync.level=" + sync,
+		"aeron.archive.catalog.file.sync.level=" + sync,
+		"aeron.cluster.file.sync.level=" + sync,
+	}
 }
+
+// threeNodeSnapshotChannel is the snapshot channel of the consensus
+// modules and services of TestAeronClusterThreeNodes.
+const threeNodeSnapshotChannel = "aeron:ipc?alias=snapshot|mtu=65504|term-length=1m"
 
 // markFileWait is how long a killed member must stay down before it can
 // start again: Aeron counts a mark file updated in the last 10 s as a live
@@ -386,7 +408,8 @@ func TestAeronClusterThreeNodes(t *testing.T) {
 	used := map[int]bool{}
 	var eps, ingress []string
 	for i := range ms {
-		m := &aeronMember{t: t, j: j, dir: t.TempDir(), id: i, extra: threeNodeProps}
+		m := &aeronMember{t: t, j: j, dir: t.TempDir(), id: i, extra: threeNodeProps(),
+			svcArgs: []string{"--snapshot-channel", threeNodeSnapshotChannel}}
 		for k := range m.ports {
 			for m.ports[k] == 0 || used[m.ports[k]] {
 				m.ports[k] = aerontest.FreeUDPPort(t)
@@ -562,4 +585,117 @@ func TestAeronClusterThreeNodes(t *testing.T) {
 	}
 	t.Logf("%d commands at %d/s, every one answered as the reference (%d egress messages; %d resent after the failover, %d of them refused as duplicates, applied before the leader's loss; %d times the window of %d was full; worst round trip across the failover %v over %d commands); members %v, reference %s; %v in all",
 		c.sent, *threeNodeRate, c.msgs, c.resent, c.lostAnswers, c.full, c.maxPending, failWorst, nFail, final, want, time.Since(t0))
+	c.close()
+
+	// An orderly stop of the cluster (ClusterTool shutdown on the leader:
+	// a snapshot on every member, then termination): every service exits
+	// 0 at the reference's hash; then the JVMs.
+	for try := 1; ; try++ {
+		r, err := j.Run(t, 0, nil, aerontest.ClusterTool, ms[newL].clusterDir(), "shutdown")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.ExitCode == 0 {
+			break
+		}
+		if try == 5 {
+			t.Fatalf("ClusterTool shutdown: exit %d\n%s%s", r.ExitCode, r.Stdout, r.Stderr)
+		}
+		t.Logf("ClusterTool shutdown, try %d: exit %d: %s", try, r.ExitCode, strings.TrimSpace(r.Stdout+r.Stderr))
+		time.Sleep(200 * time.Millisecond)
+	}
+	lastSnap := make([]int64, len(ms))
+	for i, m := range ms {
+		term := m.svc.waitLog(t, "terminated", 60*time.Second, nil)
+		if err := m.svc.wait(30 * time.Second); err != nil {
+			t.Fatalf("member %d's aeron-node after ClusterTool shutdown: %v\n%s", i, err, m.svc.stderr.String())
+		}
+		if term.StateHash != want {
+			t.Fatalf("member %d terminated at hash %s, reference %s", i, term.StateHash, want)
+		}
+		for _, r := range m.svc.records() {
+			if r.Msg == "snapshot" {
+				lastSnap[i] = r.LogPosition
+			}
+		}
+		if err := m.jvm.Stop(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// matchlog's retention tools on the stopped members' directories:
+	// every member restarts normally from the shutdown snapshot; a purge
+	// keeping one generation is approved and executed; the members still
+	// restart normally, and do: the cluster comes back at the reference's
+	// hash.
+	args := func(verb string, more ...string) []string {
+		a := []string{"retention", verb, "--live", filepath.Join(ms[newL].dir, "archive"), "--json"}
+		for i, m := range ms {
+			a = append(a, "--member", fmt.Sprintf("%d=%s", i, m.dir))
+		}
+		return append(a, more...)
+	}
+	verdicts := func(when string) {
+		t.Helper()
+		var v struct {
+			Members []struct {
+				ID      int      `json:"id"`
+				Verdict string   `json:"verdict"`
+				Reasons []string `json:"reasons"`
+				S       int64    `json:"S"`
+			} `json:"members"`
+		}
+		if err := json.Unmarshal([]byte(mustCLI(t, args("verdict")...)), &v); err != nil {
+			t.Fatal(err)
+		}
+		if len(v.Members) != len(ms) {
+			t.Fatalf("retention verdict %s: %d members", when, len(v.Members))
+		}
+		for _, m := range v.Members {
+			if m.Verdict != "normal-restart" || m.S != lastSnap[m.ID] {
+				t.Fatalf("retention verdict %s: member %d %s from S = %d (%v), want normal-restart from the shutdown snapshot at %d", when, m.ID, m.Verdict, m.S, m.Reasons, lastSnap[m.ID])
+			}
+		}
+	}
+	verdicts("after the shutdown")
+	var plan struct {
+		Members []struct {
+			ID       int  `json:"id"`
+			Approved bool `json:"approved"`
+			Manifest struct {
+				Start    int64 `json:"start_position"`
+				Proposed int64 `json:"proposed_start_position"`
+				Delete   []struct {
+					LogPosition int64 `json:"log_position"`
+				} `json:"delete_snapshots"`
+			} `json:"manifest"`
+			Refusals []struct {
+				Rule string `json:"rule"`
+			} `json:"refusals"`
+		} `json:"members"`
+	}
+	if err := json.Unmarshal([]byte(mustCLI(t, args("plan", "--keep", "1")...)), &plan); err != nil {
+		t.Fatal(err)
+	}
+	var planned []string
+	for _, m := range plan.Members {
+		if !m.Approved || len(m.Manifest.Delete) == 0 {
+			t.Fatalf("retention plan --keep 1: member %d approved %v, refusals %v, %d snapshot sets to delete (want the ones before the shutdown's)", m.ID, m.Approved, m.Refusals, len(m.Manifest.Delete))
+		}
+		planned = append(planned, fmt.Sprintf("member %d: log start %d -> %d, %d snapshot sets deleted", m.ID, m.Manifest.Start, m.Manifest.Proposed, len(m.Manifest.Delete)))
+	}
+	mustCLI(t, args("purge", "--keep", "1", "--delay", "0")...)
+	verdicts("after the purge")
+	t.Logf("retention purge --keep 1: %v", planned)
+	for _, m := range ms {
+		m.launch()
+	}
+	leaderOf(t, ms, all, 90*time.Second, nil)
+	for i, m := range ms {
+		st := m.svc.waitLog(t, "started", 30*time.Second, nil)
+		if !st.Restored || st.StateHash != want {
+			t.Fatalf("member %d restarted after the purge: restored %v at hash %s, want the reference's %s", i, st.Restored, st.StateHash, want)
+		}
+	}
+	t.Logf("restarted after the purge, all three at the reference's hash; %v in all", time.Since(t0))
 }

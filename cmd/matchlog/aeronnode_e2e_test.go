@@ -49,6 +49,7 @@ type aeronMember struct {
 	id      int
 	members string
 	extra   []string // more system properties
+	svcArgs []string // more aeron-node flags
 
 	jvm *aerontest.Process
 	svc *aeronNodeChild
@@ -118,6 +119,7 @@ func (m *aeronMember) launch() {
 	m.jvm = m.j.Start(m.t, m.props(), aerontest.ClusteredMediaDriver)
 	args := []string{"--aeron-dir", m.aeronDir(), "--cluster-dir", m.clusterDir(),
 		"--media-driver-timeout", "5s", "--status-every", "100ms", "--log-format", "json", "--metrics", "127.0.0.1:0"}
+	args = append(args, m.svcArgs...)
 	m.svc = startAeronNodeChild(m.t, append(args, strings.Fields(*aeronNodeArgs)...)...)
 }
 
