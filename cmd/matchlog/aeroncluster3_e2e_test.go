@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"github.com/matchlog/matchlog/engine"
 	"github.com/matchlog/matchlog/engine/enginetest"
 	"github.com/matchlog/matchlog/internal/aerontest"
+	"github.com/matchlog/matchlog/internal/scenario"
 	"github.com/matchlog/matchlog/wire"
 )
 
@@ -564,9 +566,48 @@ func TestAeronClusterThreeNodes(t *testing.T) {
 	// the reference's hash at the same position.
 	c.sending = false
 	c.run(0, func() bool { return len(c.pending) == 0 && c.unsent == nil }, 30*time.Second, "last answers")
+	if c.answered != c.sent {
+		t.Fatalf("%d commands sent, %d answered", c.sent, c.answered)
+	}
+	c.close()
+
+	// matchlog aeron-client, given the three members' ingress endpoints:
+	// JSON lines in, the reference's events out.
+	var in, wantOut []byte
+	nAC, evAC, dupAC := 0, 0, 0
+	for nAC < 200 {
+		var cmd engine.Command
+		c.gen.Next(&cmd)
+		if _, err := wire.AppendCommand(nil, &cmd); err != nil {
+			continue
+		}
+		in = scenario.AppendCommand(in, &cmd)
+		evs := c.ref.Apply(&cmd)
+		c.gen.Observe(evs)
+		if len(evs) == 0 {
+			wantOut = fmt.Appendf(wantOut, "{\"event\":\"duplicate\",\"source\":%d,\"seq\":%d}\n", cmd.Source, cmd.Seq)
+			dupAC++
+		}
+		for i := range evs {
+			wantOut = scenario.AppendEvent(wantOut, &evs[i])
+		}
+		evAC += len(evs)
+		nAC++
+	}
+	wantOut = fmt.Appendf(wantOut, "{\"commands\":%d,\"events\":%d,\"duplicates\":%d}\n", nAC, evAC, dupAC)
+	clientStdin = bytes.NewReader(in)
+	code, out, errb := runCLI(t, "aeron-client", "--aeron-dir", ms[C].aeronDir(), "--window", "16",
+		"--ingress-endpoints", c.endpoints)
+	clientStdin = os.Stdin
+	if code != 0 || out != string(wantOut) {
+		t.Fatalf("aeron-client: exit %d, stderr %s\n%s", code, errb, enginetest.DiffLines(strings.Split(out, "\n"), strings.Split(string(wantOut), "\n"), "aeron-client", "reference"))
+	}
+	t.Logf("aeron-client on the three endpoints: %d commands, %d events, %d duplicates, as the reference", nAC, evAC, dupAC)
+
 	want := c.hash()
 	var final []string
-	c.run(0, func() bool {
+	finalDeadline := time.Now().Add(30 * time.Second)
+	for !func() bool {
 		final = final[:0]
 		pos := int64(-1)
 		ok := true
@@ -579,13 +620,14 @@ func TestAeronClusterThreeNodes(t *testing.T) {
 			pos = st.LogPosition
 		}
 		return ok
-	}, 30*time.Second, "all members at the reference's hash")
-	if c.answered != c.sent {
-		t.Fatalf("%d commands sent, %d answered", c.sent, c.answered)
+	}() {
+		if time.Now().After(finalDeadline) {
+			t.Fatalf("members not all at the reference's hash %s within 30 s: %v", want, final)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	t.Logf("%d commands at %d/s, every one answered as the reference (%d egress messages; %d resent after the failover, %d of them refused as duplicates, applied before the leader's loss; %d times the window of %d was full; worst round trip across the failover %v over %d commands); members %v, reference %s; %v in all",
 		c.sent, *threeNodeRate, c.msgs, c.resent, c.lostAnswers, c.full, c.maxPending, failWorst, nFail, final, want, time.Since(t0))
-	c.close()
 
 	// An orderly stop of the cluster (ClusterTool shutdown on the leader:
 	// a snapshot on every member, then termination): every service exits
@@ -658,6 +700,24 @@ func TestAeronClusterThreeNodes(t *testing.T) {
 		}
 	}
 	verdicts("after the shutdown")
+	var pos struct {
+		Members []struct {
+			ID int   `json:"id"`
+			S  int64 `json:"S"`
+			P  int64 `json:"P"`
+		} `json:"members"`
+	}
+	if err := json.Unmarshal([]byte(mustCLI(t, args("positions")...)), &pos); err != nil {
+		t.Fatal(err)
+	}
+	if len(pos.Members) != len(ms) {
+		t.Fatalf("retention positions: %d members", len(pos.Members))
+	}
+	for _, m := range pos.Members {
+		if m.S != lastSnap[m.ID] || m.P < m.S {
+			t.Fatalf("retention positions: member %d S = %d, P = %d; want S at the shutdown snapshot, %d, and P at or past it", m.ID, m.S, m.P, lastSnap[m.ID])
+		}
+	}
 	var plan struct {
 		Members []struct {
 			ID       int  `json:"id"`
