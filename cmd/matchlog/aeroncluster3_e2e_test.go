@@ -389,6 +389,38 @@ func leaderOf(t *testing.T, ms []*aeronMember, live []int, limit time.Duration, 
 	}
 }
 
+// startAll starts the members' JVMs, then each member's service once its
+// JVM has created the cluster directory. A service started with its JVM
+// waits for the driver and then for the cluster directory, each up to its
+// media driver timeout (5 s here), and three JVMs starting at once on a
+// loaded two-core machine took longer than that to create it. A longer
+// timeout is no cure: the service counts a driver as live while its
+// heartbeat is younger than the timeout, so on a restart 11 s after a
+// kill -9 a timeout above 11 s takes the dead driver's cnc.dat, not yet
+// replaced by the new JVM, for a live one.
+func startAll(t *testing.T, ms []*aeronMember) {
+	t.Helper()
+	for _, m := range ms {
+		m.launchJVM()
+	}
+	deadline := time.Now().Add(90 * time.Second)
+	for i, m := range ms {
+		for {
+			if _, err := os.Stat(m.clusterDir()); err == nil {
+				break
+			}
+			if done, err := m.jvm.Exited(); done {
+				t.Fatalf("member %d's JVM exited (%v) before creating %s:\n%s", i, err, m.clusterDir(), m.jvm.Output())
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("member %d's JVM created no %s within 90 s:\n%s", i, m.clusterDir(), m.jvm.Output())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		m.launchService()
+	}
+}
+
 // TestAeronClusterThreeNodes runs `matchlog aeron-node` as the service of
 // each member of a three-member real Aeron Cluster on loopback
 // (ClusteredMediaDriver JVMs), with a client sending at a fixed rate
@@ -424,9 +456,9 @@ func TestAeronClusterThreeNodes(t *testing.T) {
 	}
 	for _, m := range ms {
 		m.members = strings.Join(eps, "|")
-		m.launch()
 	}
 	all := []int{0, 1, 2}
+	startAll(t, ms)
 	L := leaderOf(t, ms, all, 90*time.Second, nil)
 	var F, C int // the follower killed, the one the client's driver belongs to
 	for _, i := range all {
@@ -665,6 +697,34 @@ func TestAeronClusterThreeNodes(t *testing.T) {
 		}
 	}
 
+	// Every snapshot recording (the consensus module's and the service's,
+	// on the snapshot channel) was written at the snapshot channel's MTU.
+	for i, m := range ms {
+		var d struct {
+			Recordings []struct {
+				ID      int64  `json:"recording_id"`
+				MTU     int32  `json:"mtu_length"`
+				Channel string `json:"original_channel"`
+			} `json:"recordings"`
+		}
+		if err := json.Unmarshal([]byte(mustCLI(t, "archive", "describe", "--dir", m.dir, "--json")), &d); err != nil {
+			t.Fatal(err)
+		}
+		snaps := 0
+		for _, r := range d.Recordings {
+			if !strings.Contains(r.Channel, "alias=snapshot") {
+				continue // the log, on the log channel
+			}
+			snaps++
+			if r.MTU != 65504 {
+				t.Fatalf("member %d: snapshot recording %d (%s) has MTU %d, want 65504", i, r.ID, r.Channel, r.MTU)
+			}
+		}
+		if snaps < 4 {
+			t.Fatalf("member %d: %d snapshot recordings, want the consensus module's and the service's of two snapshots: %+v", i, snaps, d.Recordings)
+		}
+	}
+
 	// matchlog's retention tools on the stopped members' directories:
 	// every member restarts normally from the shutdown snapshot; a purge
 	// keeping one generation is approved and executed; the members still
@@ -747,9 +807,7 @@ func TestAeronClusterThreeNodes(t *testing.T) {
 	mustCLI(t, args("purge", "--keep", "1", "--delay", "0")...)
 	verdicts("after the purge")
 	t.Logf("retention purge --keep 1: %v", planned)
-	for _, m := range ms {
-		m.launch()
-	}
+	startAll(t, ms)
 	leaderOf(t, ms, all, 90*time.Second, nil)
 	for i, m := range ms {
 		st := m.svc.waitLog(t, "started", 30*time.Second, nil)

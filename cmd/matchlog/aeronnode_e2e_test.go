@@ -116,7 +116,19 @@ func (m *aeronMember) start() {
 // launch starts the JVM and the service and returns at once.
 func (m *aeronMember) launch() {
 	m.t.Helper()
+	m.launchJVM()
+	m.launchService()
+}
+
+// launchJVM starts the JVM and returns at once.
+func (m *aeronMember) launchJVM() {
+	m.t.Helper()
 	m.jvm = m.j.Start(m.t, m.props(), aerontest.ClusteredMediaDriver)
+}
+
+// launchService starts the service and returns at once.
+func (m *aeronMember) launchService() {
+	m.t.Helper()
 	args := []string{"--aeron-dir", m.aeronDir(), "--cluster-dir", m.clusterDir(),
 		"--media-driver-timeout", "5s", "--status-every", "100ms", "--log-format", "json", "--metrics", "127.0.0.1:0"}
 	args = append(args, m.svcArgs...)
