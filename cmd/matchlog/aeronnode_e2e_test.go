@@ -43,6 +43,13 @@ type aeronMember struct {
 	j     *aerontest.Java
 	dir   string // holds aeron/, archive/, cluster/
 	ports [5]int // ingress, consensus, log, catch-up, archive control
+	// id and members are the member id and aeron.cluster.members (of a
+	// cluster of several members); members empty is a one-member cluster
+	// of member 0 on ports.
+	id      int
+	members string
+	extra   []string // more system properties
+	svcArgs []string // more aeron-node flags
 
 	jvm *aerontest.Process
 	svc *aeronNodeChild
@@ -51,12 +58,22 @@ type aeronMember struct {
 func (m *aeronMember) aeronDir() string   { return filepath.Join(m.dir, "aeron") }
 func (m *aeronMember) clusterDir() string { return filepath.Join(m.dir, "cluster") }
 
+// memberEndpoints is a member's entry of aeron.cluster.members.
+func memberEndpoints(id int, ports [5]int) string {
+	ep := func(i int) string { return fmt.Sprintf("127.0.0.1:%d", ports[i]) }
+	return fmt.Sprintf("%d,%s,%s,%s,%s,%s", id, ep(0), ep(1), ep(2), ep(3), ep(4))
+}
+
 // props are the JVM's system properties: one member, SHARED threading and
 // sleeping idle strategies, 64 KiB terms, a nanosecond cluster clock,
 // file sync level 0, loopback only.
 func (m *aeronMember) props() []string {
 	ep := func(i int) string { return fmt.Sprintf("127.0.0.1:%d", m.ports[i]) }
-	return []string{
+	members := m.members
+	if members == "" {
+		members = memberEndpoints(0, m.ports)
+	}
+	return append([]string{
 		"aeron.dir=" + m.aeronDir(),
 		"aeron.dir.delete.on.start=true",
 		"aeron.dir.delete.on.shutdown=true",
@@ -76,8 +93,8 @@ func (m *aeronMember) props() []string {
 		"aeron.archive.segment.file.length=1048576",
 		"aeron.archive.recording.events.enabled=false",
 		"aeron.cluster.dir=" + m.clusterDir(),
-		"aeron.cluster.member.id=0",
-		"aeron.cluster.members=0," + ep(0) + "," + ep(1) + "," + ep(2) + "," + ep(3) + "," + ep(4),
+		"aeron.cluster.member.id=" + strconv.Itoa(m.id),
+		"aeron.cluster.members=" + members,
 		"aeron.cluster.ingress.channel=aeron:udp",
 		"aeron.cluster.log.channel=aeron:udp?term-length=65536",
 		"aeron.cluster.replication.channel=aeron:udp?endpoint=127.0.0.1:0",
@@ -85,18 +102,47 @@ func (m *aeronMember) props() []string {
 		"aeron.cluster.clock=io.aeron.cluster.NanosecondClusterClock",
 		"aeron.cluster.idle.strategy=sleep-ms",
 		"aeron.cluster.file.sync.level=0",
-	}
+	}, m.extra...)
 }
 
 // start starts the JVM, then the service (which waits for the driver).
 func (m *aeronMember) start() {
 	m.t.Helper()
-	m.jvm = m.j.Start(m.t, m.props(), aerontest.ClusteredMediaDriver)
-	args := []string{"--aeron-dir", m.aeronDir(), "--cluster-dir", m.clusterDir(),
-		"--media-driver-timeout", "5s", "--status-every", "100ms", "--log-format", "json", "--metrics", "127.0.0.1:0"}
-	m.svc = startAeronNodeChild(m.t, append(args, strings.Fields(*aeronNodeArgs)...)...)
+	m.launch()
 	m.svc.waitLog(m.t, "started", 60*time.Second, nil)
 	m.svc.waitLog(m.t, "role", 30*time.Second, func(r logRecord) bool { return r.Role == "LEADER" })
+}
+
+// launch starts the JVM and the service and returns at once.
+func (m *aeronMember) launch() {
+	m.t.Helper()
+	m.launchJVM()
+	m.launchService()
+}
+
+// launchJVM starts the JVM and returns at once.
+func (m *aeronMember) launchJVM() {
+	m.t.Helper()
+	m.jvm = m.j.Start(m.t, m.props(), aerontest.ClusteredMediaDriver)
+}
+
+// launchService starts the service and returns at once.
+func (m *aeronMember) launchService() {
+	m.t.Helper()
+	args := []string{"--aeron-dir", m.aeronDir(), "--cluster-dir", m.clusterDir(),
+		"--media-driver-timeout", "5s", "--status-every", "100ms", "--log-format", "json", "--metrics", "127.0.0.1:0"}
+	args = append(args, m.svcArgs...)
+	m.svc = startAeronNodeChild(m.t, append(args, strings.Fields(*aeronNodeArgs)...)...)
+}
+
+// crash kills the member as one unit, JVM and service, with SIGKILL.
+func (m *aeronMember) crash() {
+	m.t.Helper()
+	if err := m.jvm.Crash(); err != nil {
+		m.t.Fatal(err)
+	}
+	_ = m.svc.cmd.Process.Kill()
+	<-m.svc.exited
 }
 
 // abort stops the member without a snapshot (ClusterTool abort): the
@@ -226,18 +272,19 @@ func (c *aeronNodeChild) wait(timeout time.Duration) error {
 
 // logRecord is one JSON log line of aeron-node.
 type logRecord struct {
-	Msg         string `json:"msg"`
-	Level       string `json:"level"`
-	Role        string `json:"role"`
-	LogPosition int64  `json:"log_position"`
-	StateHash   string `json:"state_hash"`
-	Restored    bool   `json:"restored"`
-	TermID      int64  `json:"leadership_term_id"`
-	Applied     int64  `json:"applied"`
-	Take        string `json:"take"`
-	GapBefore   string `json:"gap_before"`
-	Gap         string `json:"gap"`
-	Err         string `json:"err"`
+	Msg         string    `json:"msg"`
+	Level       string    `json:"level"`
+	Role        string    `json:"role"`
+	LogPosition int64     `json:"log_position"`
+	StateHash   string    `json:"state_hash"`
+	Restored    bool      `json:"restored"`
+	TermID      int64     `json:"leadership_term_id"`
+	Applied     int64     `json:"applied"`
+	Take        string    `json:"take"`
+	GapBefore   string    `json:"gap_before"`
+	Gap         string    `json:"gap"`
+	Err         string    `json:"err"`
+	Time        time.Time `json:"time"`
 }
 
 func (c *aeronNodeChild) records() []logRecord {
