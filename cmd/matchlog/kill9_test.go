@@ -7,6 +7,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"hash/crc32"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -151,7 +152,7 @@ func freePort(t *testing.T) string {
 // TestKill9 runs `matchlog node` as a child process under client load and
 // kills it with SIGKILL at random moments — while the book is preloaded,
 // while snapshots are written (every 64 KiB of log), while the log is
-// written, just after its 64 KiB segments roll over — then, before
+// written — then, before
 // restarting it, opens the directory in this process and checks
 // (kill9Run, checkKilledDir): the recovered engine's state hash equals
 // that of an engine and of the naive model fed the log's commands from the
@@ -169,8 +170,8 @@ func TestKill9(t *testing.T) {
 	}
 	kill9Run(t, kill9Config{
 		rounds: rounds, stream: 9, loadRate: 8000, preload: true, model: true,
-		kinds:    []string{killPreload, killSnapshot, killLogWrite, killRollOver},
-		nodeArgs: []string{"--sync", "1", "--snapshot-every-bytes", "65536", "--session-timeout", "30s", "--segment-length", "65536"},
+		kinds:    []string{killPreload, killSnapshot, killLogWrite},
+		nodeArgs: []string{"--sync", "1", "--snapshot-every-bytes", "65536", "--session-timeout", "30s"},
 		// Snapshots every 64 KiB of log (most kills land in one) or
 		// every 1 MiB (most land in log writes); file sync level 1 or 2
 		// (both promise that a released command is on disk), changed
@@ -369,7 +370,7 @@ func kill9Run(t *testing.T, cfg kill9Config) *logModel {
 	lastSegment := int64(-1)
 	// The model engine is fed the log incrementally: what an earlier
 	// round scanned was recovered and closed cleanly, so it stays.
-	m := &logModel{eng: engine.New(), inLog: map[uint64]bool{}, detachedOK: cfg.beforeCheck != nil}
+	m := &logModel{eng: engine.New(), inLog: map[uint64]bool{}, prevEnd: -1, detachedOK: cfg.beforeCheck != nil}
 	if cfg.model {
 		m.model = enginetest.NewModel()
 	}
@@ -484,6 +485,11 @@ type logModel struct {
 	inLog map[uint64]bool
 	base  uint64
 	end   int64
+	// The last entry scanned: where the one before it ended (-1: none,
+	// or not known after a re-base), its payload's CRC and its template.
+	prevEnd      int64
+	lastSum      uint32
+	lastTemplate uint16
 	// detachedOK: segment files wholly below the log's start (a kill
 	// between automatic retention's detach and its delete; the node
 	// deletes them at its next check) are no failure.
@@ -531,13 +537,28 @@ func checkKilledDir(t *testing.T, round int, dir string, acked []uint64, clientI
 
 	// The model: an engine fed every command of the log in order (from
 	// where the last round's scan ended).
+	// The scan starts one entry early: the last entry scanned must still
+	// be there, unchanged (the log only grows after its durable end).
 	var cmd engine.Command
-	from := m.end
-	if from == 0 {
+	from, tail := m.end, m.end > 0 && m.prevEnd >= 0
+	if tail {
+		from = m.prevEnd
+	} else if from == 0 {
 		from = -1
 	}
+	var tailErr error
 	err = cluster.ScanLogFrom(vfs.Default, dir, from, func(e *cluster.LogEntry) error {
-		m.end = e.Position
+		sum := crc32.ChecksumIEEE(e.Payload)
+		if tail {
+			tail = false
+			if e.Position != m.end || sum != m.lastSum || e.Template != m.lastTemplate {
+				tailErr = fmt.Errorf("the log entry that ended at %d (template %d, payload crc %08x) when the last round scanned it is now an entry ending at %d (template %d, payload crc %08x)",
+					m.end, m.lastTemplate, m.lastSum, e.Position, e.Template, sum)
+				return tailErr
+			}
+			return nil
+		}
+		m.prevEnd, m.end, m.lastSum, m.lastTemplate = m.end, e.Position, sum, e.Template
 		if e.Template != 1 {
 			return nil
 		}
@@ -554,6 +575,9 @@ func checkKilledDir(t *testing.T, round int, dir string, acked []uint64, clientI
 		}
 		return nil
 	})
+	if tailErr != nil {
+		fail("the durable log changed under the model: %v", tailErr)
+	}
 	if err != nil {
 		fail("scan log: %v", err)
 	}

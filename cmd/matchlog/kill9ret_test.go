@@ -121,7 +121,7 @@ func rebase(t *testing.T, round int, dir string, f *retention.Facts, m *logModel
 	if err != nil {
 		t.Fatalf("round %d: load the snapshot at %d: %v", round, pos, err)
 	}
-	m.eng, m.end = eng, pos
+	m.eng, m.end, m.prevEnd = eng, pos, -1
 	if hwm, ok := eng.HighWater(clientID); ok {
 		m.base = max(m.base, hwm)
 	}
