@@ -20,7 +20,6 @@ import (
 	"github.com/matchlog/matchlog/engine"
 	"github.com/matchlog/matchlog/engine/enginetest"
 	"github.com/matchlog/matchlog/internal/aerontest"
-	"github.com/matchlog/matchlog/internal/scenario"
 	"github.com/matchlog/matchlog/wire"
 )
 
@@ -605,28 +604,7 @@ func TestAeronClusterThreeNodes(t *testing.T) {
 
 	// matchlog aeron-client, given the three members' ingress endpoints:
 	// JSON lines in, the reference's events out.
-	var in, wantOut []byte
-	nAC, evAC, dupAC := 0, 0, 0
-	for nAC < 200 {
-		var cmd engine.Command
-		c.gen.Next(&cmd)
-		if _, err := wire.AppendCommand(nil, &cmd); err != nil {
-			continue
-		}
-		in = scenario.AppendCommand(in, &cmd)
-		evs := c.ref.Apply(&cmd)
-		c.gen.Observe(evs)
-		if len(evs) == 0 {
-			wantOut = fmt.Appendf(wantOut, "{\"event\":\"duplicate\",\"source\":%d,\"seq\":%d}\n", cmd.Source, cmd.Seq)
-			dupAC++
-		}
-		for i := range evs {
-			wantOut = scenario.AppendEvent(wantOut, &evs[i])
-		}
-		evAC += len(evs)
-		nAC++
-	}
-	wantOut = fmt.Appendf(wantOut, "{\"commands\":%d,\"events\":%d,\"duplicates\":%d}\n", nAC, evAC, dupAC)
+	in, wantOut := aeronClientLines(c.gen, c.ref, 200)
 	clientStdin = bytes.NewReader(in)
 	code, out, errb := runCLI(t, "aeron-client", "--aeron-dir", ms[C].aeronDir(), "--window", "16",
 		"--ingress-endpoints", c.endpoints)
@@ -634,7 +612,7 @@ func TestAeronClusterThreeNodes(t *testing.T) {
 	if code != 0 || out != string(wantOut) {
 		t.Fatalf("aeron-client: exit %d, stderr %s\n%s", code, errb, enginetest.DiffLines(strings.Split(out, "\n"), strings.Split(string(wantOut), "\n"), "aeron-client", "reference"))
 	}
-	t.Logf("aeron-client on the three endpoints: %d commands, %d events, %d duplicates, as the reference", nAC, evAC, dupAC)
+	t.Logf("aeron-client on the three endpoints, as the reference: %s", lastLine(string(wantOut)))
 
 	want := c.hash()
 	var final []string

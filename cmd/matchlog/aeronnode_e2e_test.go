@@ -603,28 +603,7 @@ func TestAeronNodeSingleNode(t *testing.T) {
 	c.close()
 
 	// matchlog aeron-client: JSON lines in, the reference's events out.
-	var in, want []byte
-	nAC, evAC, dupAC := 0, 0, 0
-	for nAC < 300 {
-		var cmd engine.Command
-		c.gen.Next(&cmd)
-		if _, err := wire.AppendCommand(nil, &cmd); err != nil {
-			continue
-		}
-		in = scenario.AppendCommand(in, &cmd)
-		evs := c.ref.Apply(&cmd)
-		c.gen.Observe(evs)
-		if len(evs) == 0 {
-			want = fmt.Appendf(want, "{\"event\":\"duplicate\",\"source\":%d,\"seq\":%d}\n", cmd.Source, cmd.Seq)
-			dupAC++
-		}
-		for i := range evs {
-			want = scenario.AppendEvent(want, &evs[i])
-		}
-		evAC += len(evs)
-		nAC++
-	}
-	want = fmt.Appendf(want, "{\"commands\":%d,\"events\":%d,\"duplicates\":%d}\n", nAC, evAC, dupAC)
+	in, want := aeronClientLines(c.gen, c.ref, 300)
 	clientStdin = bytes.NewReader(in)
 	code, out, errb := runCLI(t, "aeron-client", "--aeron-dir", m.aeronDir(), "--window", "16",
 		"--ingress-endpoints", fmt.Sprintf("0=127.0.0.1:%d", m.ports[0]))
@@ -632,7 +611,7 @@ func TestAeronNodeSingleNode(t *testing.T) {
 	if code != 0 || out != string(want) {
 		t.Fatalf("aeron-client: exit %d, stderr %s\n%s", code, errb, enginetest.DiffLines(strings.Split(out, "\n"), strings.Split(string(want), "\n"), "aeron-client", "reference"))
 	}
-	t.Logf("aeron-client: %d commands, %d events, %d duplicates, as the reference", nAC, evAC, dupAC)
+	t.Logf("aeron-client, as the reference: %s", lastLine(string(want)))
 	finalHash := c.hash()
 	term = m.abort()
 	if term.StateHash != finalHash {
@@ -708,4 +687,33 @@ func TestAeronNodeSingleNode(t *testing.T) {
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return lines[len(lines)-1]
+}
+
+// aeronClientLines generates n commands with gen, applies each to the
+// reference engine ref, and returns them as `matchlog aeron-client`'s JSON
+// input lines and the output it must print: each command's events as
+// engine run writes them (a duplicate line where the engine applied none)
+// and the summary line.
+func aeronClientLines(gen *enginetest.Gen, ref *engine.Engine, n int) (in, want []byte) {
+	count, events, dups := 0, 0, 0
+	for count < n {
+		var cmd engine.Command
+		gen.Next(&cmd)
+		if _, err := wire.AppendCommand(nil, &cmd); err != nil {
+			continue
+		}
+		in = scenario.AppendCommand(in, &cmd)
+		evs := ref.Apply(&cmd)
+		gen.Observe(evs)
+		if len(evs) == 0 {
+			want = fmt.Appendf(want, "{\"event\":\"duplicate\",\"source\":%d,\"seq\":%d}\n", cmd.Source, cmd.Seq)
+			dups++
+		}
+		for i := range evs {
+			want = scenario.AppendEvent(want, &evs[i])
+		}
+		events += len(evs)
+		count++
+	}
+	return in, fmt.Appendf(want, "{\"commands\":%d,\"events\":%d,\"duplicates\":%d}\n", count, events, dups)
 }
