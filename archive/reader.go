@@ -258,8 +258,14 @@ func (r *RecordingReader) consume() {
 // call) and the position after it, or ok false at the end or on an error
 // (see Err).
 func (r *RecordingReader) Next() (h FrameHeader, payload []byte, end int64, ok bool) {
-	if !r.peek(true) {
-		return h, nil, 0, false
+	// peek reads the files at most once a call: it stops, with no error
+	// and before to, when the frame after a skipped padding frame or the
+	// rest of a cut frame needs a second read. Next reads until it has a
+	// frame, an error or the end.
+	for !r.peek(true) {
+		if r.err != nil || r.pos >= r.to {
+			return h, nil, 0, false
+		}
 	}
 	h = DecodeFrameHeader(r.frame)
 	payload = r.frame[FrameHeaderLength:]

@@ -148,6 +148,19 @@ func TestRecordingReaderPaddingAndLimits(t *testing.T) {
 	if ends, r := read(0, -1, true); r.Err() != nil || !slices.Equal(ends, []int64{128, 352, 65536, 65600}) {
 		t.Fatalf("with padding: %v, %v", ends, r.Err())
 	}
+	// From every frame's start, the reader delivers the rest of the
+	// recording: also from the padding frame at the term end, where the
+	// first read ends just before the next term's frame.
+	all, _ := read(0, -1, true)
+	for i, from := range append([]int64{0}, all[:len(all)-1]...) {
+		if ends, r := read(from, -1, true); r.Err() != nil || !slices.Equal(ends, all[i:]) {
+			t.Fatalf("from %d with padding: %v, %v; want %v", from, ends, r.Err(), all[i:])
+		}
+		want := slices.DeleteFunc(slices.Clone(all[i:]), func(e int64) bool { return e == termLen })
+		if ends, r := read(from, -1, false); r.Err() != nil || !slices.Equal(ends, want) {
+			t.Fatalf("from %d without padding: %v, %v; want %v", from, ends, r.Err(), want)
+		}
+	}
 	if ends, r := read(128, 200, false); r.Err() != nil || len(ends) != 0 || r.Position() != 128 {
 		t.Fatalf("limit inside a frame: %v to %d, %v; want nothing, at 128", ends, r.Position(), r.Err())
 	}

@@ -118,7 +118,13 @@ func ScanLogFrom(fsys vfs.FS, dir string, from int64, fn func(e *LogEntry) error
 			return err
 		}
 	}
-	return r.Err()
+	if err := r.Err(); err != nil {
+		return err
+	}
+	if r.Position() != d.StopPosition {
+		return fmt.Errorf("cluster: scan of log recording %d from %d: frames end at %d, before its stop position %d", d.RecordingID, from, r.Position(), d.StopPosition)
+	}
+	return nil
 }
 
 // ServiceSnapshot opens the latest valid snapshot of service 0 in a
