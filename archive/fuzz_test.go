@@ -5,8 +5,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/matchlog/matchlog/internal/vfs"
 )
 
 func fuzzSeedCatalogs(f *testing.F) {
@@ -178,6 +181,131 @@ func FuzzMarkFile(f *testing.F) {
 		m.HeaderOffset = 8
 		if *m != *m2 {
 			t.Fatalf("%+v != %+v", m, m2)
+		}
+	})
+}
+
+// FuzzRecordingReader builds a recording from a fuzzed list of frames
+// (data frames of fuzzed lengths, padding to the term end where a frame
+// does not fit or where asked) over terms of 64 KiB or 2 MiB (where reads
+// stop at 1 MiB inside a term) and segments of one or two terms, and
+// checks the reader's contract: from every frame's start, with and without
+// padding, it delivers exactly the rest of the recording and ends at the
+// stop position with no error; a limit at any frame's end ends the read
+// there.
+func FuzzRecordingReader(f *testing.F) {
+	f.Add([]byte{1, 2, 3, 255, 7}, uint8(0))
+	f.Add([]byte{200, 200, 200, 3, 9, 9}, uint8(1))
+	f.Add(bytes.Repeat([]byte{252}, 40), uint8(3))
+	f.Fuzz(func(t *testing.T, spec []byte, shape uint8) {
+		termLen := int64(64 << 10)
+		if shape&1 != 0 {
+			termLen = 2 << 20
+		}
+		segLen := termLen << ((shape >> 1) & 1)
+		if len(spec) > 24 {
+			spec = spec[:24]
+		}
+		mem := vfs.NewMem()
+		if err := mem.MkdirAll("a"); err != nil {
+			t.Fatal(err)
+		}
+		segs := map[int64][]byte{}
+		put := func(pos int64, typ uint16, length int64) int64 {
+			base := pos - pos%segLen
+			if segs[base] == nil {
+				segs[base] = make([]byte, segLen)
+			}
+			seg, off := segs[base], pos-base
+			h := FrameHeader{FrameLength: int32(length), Flags: 0xC0, Type: typ, TermOffset: int32(pos % termLen),
+				StreamID: 9, TermID: int32(5 + pos/termLen)}
+			if typ == FrameTypeData {
+				payload := seg[off+32 : off+length]
+				for i := range payload {
+					payload[i] = byte(pos) + byte(i)
+				}
+				h.ReservedValue = FrameChecksum(payload)
+			}
+			EncodeFrameHeader(seg[off:], h)
+			return pos + AlignedFrameLength(h.FrameLength)
+		}
+		var pos int64
+		for _, b := range spec {
+			rest := termLen - pos%termLen
+			length := 32 + int64(b>>2)*int64(termLen/(64<<10))*250
+			length = min(length, MaxFrameLength)
+			if b&3 == 3 || AlignedFrameLength(int32(length)) > rest {
+				pos = put(pos, FrameTypePad, rest)
+				if b&3 == 3 {
+					continue
+				}
+			}
+			pos = put(pos, FrameTypeData, length)
+		}
+		if pos == 0 {
+			return
+		}
+		for base, seg := range segs {
+			f, err := mem.Create("a/" + SegmentFileName(3, base))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.WriteAt(seg, 0); err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+		}
+		d := RecordingDescriptor{RecordingID: 3, StartPosition: 0, StopPosition: pos, TermBufferLength: int32(termLen),
+			SegmentFileLength: int32(segLen), InitialTermID: 5, StreamID: 9, MTULength: MaxFrameLength}
+		type frame struct {
+			end int64
+			pad bool
+		}
+		read := func(from, to int64, pad bool) []frame {
+			t.Helper()
+			r, err := OpenRecordingReader(mem, "a", d, from, to)
+			if err != nil {
+				t.Fatalf("open [%d, %d): %v", from, to, err)
+			}
+			defer r.Close()
+			if pad {
+				r.IncludePadding()
+			}
+			var got []frame
+			for {
+				h, _, end, ok := r.Next()
+				if !ok {
+					break
+				}
+				got = append(got, frame{end, h.Type == FrameTypePad})
+			}
+			if r.Err() != nil {
+				t.Fatalf("read [%d, %d): %v", from, to, r.Err())
+			}
+			if want := to; want >= 0 && r.Position() != want {
+				t.Fatalf("read [%d, %d) ended at %d", from, to, r.Position())
+			}
+			return got
+		}
+		all := read(0, -1, true)
+		if n := len(all); n == 0 || all[n-1].end != pos {
+			t.Fatalf("frames %v, stop %d", all, pos)
+		}
+		starts := []int64{0}
+		for _, fr := range all[:len(all)-1] {
+			starts = append(starts, fr.end)
+		}
+		for i, from := range starts {
+			if got := read(from, pos, true); !slices.Equal(got, all[i:]) {
+				t.Fatalf("from %d with padding: %v, want %v", from, got, all[i:])
+			}
+			want := slices.DeleteFunc(slices.Clone(all[i:]), func(fr frame) bool { return fr.pad })
+			if got := read(from, pos, false); !slices.Equal(got, want) {
+				t.Fatalf("from %d without padding: %v, want %v", from, got, want)
+			}
+			if got := read(0, all[i].end, true); !slices.Equal(got, all[:i+1]) {
+				t.Fatalf("to %d: %v, want %v", all[i].end, got, all[:i+1])
+			}
 		}
 	})
 }
