@@ -253,7 +253,7 @@ func TestGoldenHelp(t *testing.T) {
 	for _, name := range sortedKeys(keys(backupCommands)) {
 		add("backup", name)
 	}
-	for _, name := range []string{"engine", "snapshot", "archive", "cluster"} {
+	for _, name := range []string{"engine", "snapshot", "archive", "cluster", "aeron"} {
 		add("bench", name)
 	}
 	add("engine", "run")
