@@ -28,7 +28,9 @@ func TestBenchAeronNoClasspath(t *testing.T) {
 	}
 }
 
-// children lists the processes whose parent is this test process.
+// children lists the processes whose parent is this test process, and
+// kills them (the test stops what it started, also when the bench did
+// not).
 func children(t *testing.T) []string {
 	t.Helper()
 	stats, err := filepath.Glob("/proc/[0-9]*/stat")
@@ -46,6 +48,11 @@ func children(t *testing.T) []string {
 		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
 		if len(f) > 1 && f[1] == me {
 			out = append(out, string(b[:strings.IndexByte(string(b), ')')+1]))
+			if pid, err := strconv.Atoi(strings.Fields(string(b))[0]); err == nil {
+				if p, err := os.FindProcess(pid); err == nil {
+					_ = p.Kill()
+				}
+			}
 		}
 	}
 	return out
