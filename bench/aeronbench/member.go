@@ -173,7 +173,12 @@ func (m *member) find(msg string) []record {
 func (m *member) alive() error {
 	switch {
 	case m.svc != nil && m.svc.exited():
-		return fmt.Errorf("member %d's aeron-node exited (%v):\n%s", m.id, m.svc.err, lastLines(m.svc.out.String(), 20))
+		jvm := "running"
+		if m.jvm != nil && m.jvm.exited() {
+			jvm = fmt.Sprintf("exited (%v)", m.jvm.err)
+		}
+		return fmt.Errorf("member %d's aeron-node exited (%v):\n%s\nits JVM, %s:\n%s", m.id, m.svc.err, lastLines(m.svc.out.String(), 20),
+			jvm, lastLines(m.jvm.out.String(), 20))
 	case m.jvm != nil && m.jvm.exited():
 		return fmt.Errorf("member %d's JVM exited (%v):\n%s", m.id, m.jvm.err, lastLines(m.jvm.out.String(), 20))
 	}
