@@ -341,7 +341,7 @@ func (b *bench) aeron() error {
 		return err
 	}
 	res.StartupS = time.Since(b.t0).Seconds()
-	F, C := b.roles(L)
+	_, C := b.roles(L)
 	b.progress("cluster up: leader %d; the client uses member %d's driver", L, C)
 
 	c := &client{ctx: b.ctx, book: clusterbench.NewBook(b.o.Seed), aeronDir: b.members[C].aeronDir(), endpoints: b.ingress()}
@@ -482,7 +482,7 @@ func (b *bench) aeron() error {
 		}
 		res.RestoreMs = ms(dur(st.Restore))
 	}
-	F, C = b.roles(L)
+	F, C := b.roles(L)
 	c.aeronDir = b.members[C].aeronDir()
 	if err := c.connect(30 * time.Second); err != nil {
 		return err
