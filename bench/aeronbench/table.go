@@ -22,7 +22,7 @@ func (r *Result) WriteTable(w io.Writer) error {
 	row := func(name, aeron, native string) { fmt.Fprintf(tw, "%s\t%s\t%s\t\n", name, aeron, native) }
 	row("book built (orders/s)", fmt.Sprintf("%.0f", r.BuildPerS), nat(func() float64 { return float64(r.Native.Orders) / r.Native.PreloadSecs }, "%.0f"))
 	row("snapshot take (ms)", fmt.Sprintf("%.1f (slowest member %.1f)", r.TakeMs, r.TakeMaxMs), nat(func() float64 { return r.Native.TakeMs }, "%.1f"))
-	row("snapshot start to last ack (ms)", fmt.Sprintf("%.0f (ClusterTool %.0f)", r.SnapshotMs, r.ToolMs), nat(func() float64 { return r.Native.SnapshotMs }, "%.0f"))
+	row("snapshot start to last ack (ms)", fmt.Sprintf("%.0f (leader's %.0f; ClusterTool %.0f)", r.SnapshotMs, r.LeaderSnapshotMs, r.ToolMs), nat(func() float64 { return r.Native.SnapshotMs }, "%.0f"))
 	row("probe p99 without snapshot (ms)", fmt.Sprintf("%.2f", r.NoSnapshotP99Ms), nat(func() float64 { return r.Native.NoSnapshotP99Ms }, "%.2f"))
 	row("client pause at the snapshot: worst (ms)", fmt.Sprintf("%.1f", r.PauseMaxMs), nat(func() float64 { return r.Native.PauseMsMax }, "%.2f"))
 	row("client pause at the snapshot: p99 (ms)", fmt.Sprintf("%.1f (%d probes)", r.PauseP99Ms, r.PauseProbes), nat(func() float64 { return r.Native.PauseP99Ms }, "%.2f"))

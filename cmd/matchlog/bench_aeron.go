@@ -62,7 +62,8 @@ func benchAeron(args []string, stdout, stderr io.Writer) error {
 			"the CPUs. A 100,000-order run takes about a minute with one node, two with three.\n\n"+
 			"--json prints one object: orders, nodes, rate; startup_s, build_s, build_per_s; take_ms\n"+
 			"(the leader's service), take_max_ms (the slowest member), gap_before_ms, snapshot_ms\n"+
-			"(snapshot start to the last ack), tool_ms (ClusterTool's run); no_snapshot_p99_ms,\n"+
+			"(the earliest member's snapshot start to the last member's ack), leader_snapshot_ms (the\n"+
+			"leader's alone), tool_ms (ClusterTool's run); no_snapshot_p99_ms,\n"+
 			"no_snapshot_max_ms (probes of the second before), pause_max_ms, pause_p99_ms,\n"+
 			"pause_probes; stop_s, restart_restored_s, restart_replayed_s, restart_first_answer_s,\n"+
 			"restore_ms; with --nodes 3 follower_rejoin_s, follower_restore_ms, failover_leader_s,\n"+

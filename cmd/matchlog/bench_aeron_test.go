@@ -87,7 +87,7 @@ func TestBenchAeron(t *testing.T) {
 		}
 		t.Logf("%v: %s", args, out)
 		if r.Orders != 2000 || strconv.Itoa(r.Nodes) != nodes || r.BuildPerS <= 0 || r.TakeMs <= 0 || r.TakeMaxMs < r.TakeMs ||
-			r.PauseMaxMs <= 0 || r.PauseProbes == 0 || r.SnapshotMs <= 0 || r.StopS <= 0 || r.RestoreMs <= 0 ||
+			r.PauseMaxMs <= 0 || r.PauseProbes == 0 || r.SnapshotMs <= 0 || r.LeaderSnapshotMs <= 0 || r.LeaderSnapshotMs > r.SnapshotMs || r.StopS <= 0 || r.RestoreMs <= 0 ||
 			r.RestartRestoredS <= 0 || r.RestartReplayedS < r.RestartRestoredS || r.RestartFirstAnswerS < r.RestartReplayedS ||
 			r.Commands <= r.Orders || len(r.StateHash) != 16 {
 			t.Errorf("%v: report %+v", args, r)
