@@ -87,16 +87,19 @@ func (j *java) args(props []string, class string, args []string) []string {
 }
 
 // run runs a tool to its end, killed after timeout.
-func (j *java) run(ctx context.Context, timeout time.Duration, class string, args ...string) (string, int, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+func (j *java) run(parent context.Context, timeout time.Duration, class string, args ...string) (string, int, error) {
+	ctx, cancel := context.WithTimeout(parent, timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, j.bin, j.args(nil, class, args)...)
 	cmd.WaitDelay = 5 * time.Second
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
+	if err := parent.Err(); err != nil {
+		return out.String(), -1, fmt.Errorf("%s %s: stopped: %w", class, strings.Join(args, " "), err)
+	}
 	if ctx.Err() != nil {
-		return out.String(), -1, fmt.Errorf("%s %s: stopped after %v: %w", class, strings.Join(args, " "), timeout, ctx.Err())
+		return out.String(), -1, fmt.Errorf("%s %s: killed after %v: %w", class, strings.Join(args, " "), timeout, ctx.Err())
 	}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {

@@ -102,6 +102,9 @@ func benchAeron(args []string, stdout, stderr io.Writer) error {
 	r, err := aeronbench.Run(ctx, aeronbench.Options{Orders: n, Nodes: *nodes, Rate: *rate, Classpath: cp,
 		Service: aeronNodeCommand, Dir: *dir, Seed: *seed, Native: *native, Progress: stderr})
 	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			return fmt.Errorf("aeron: interrupted, every process it started stopped: %w", err)
+		}
 		if errors.Is(err, context.DeadlineExceeded) {
 			return fmt.Errorf("aeron: stopped at --timeout %v: %w", *timeout, err)
 		}
