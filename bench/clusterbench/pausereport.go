@@ -185,6 +185,23 @@ func (g *bookGen) order(c *engine.Command) {
 	}
 }
 
+// Book generates the commands of PauseReport's book, for other harnesses
+// that must build the same book (bench/aeronbench): Define the instruments
+// 1..8 first, then each Order is a new non-crossing GTC limit order from
+// source 1 (bids 5,001..10,000, asks 10,001..15,000) on a random
+// instrument, with the next seq and order id. The same seed gives the same
+// commands as PauseReport's preload.
+type Book struct{ g bookGen }
+
+// NewBook returns the generator PauseReport uses for seed.
+func NewBook(seed uint64) *Book { return &Book{g: bookGen{rng: rand.New(rand.NewPCG(seed, 7))}} }
+
+// Define sets c to the definition of instrument inst.
+func (b *Book) Define(c *engine.Command, inst uint32) { b.g.define(c, inst) }
+
+// Order sets c to the next new order.
+func (b *Book) Order(c *engine.Command) { b.g.order(c) }
+
 // PauseReport measures the client-visible pause of one snapshot.
 //
 // It opens a node (enginesvc service, archive at o.SyncLevel with

@@ -13,15 +13,17 @@ const benchUsage = "usage: matchlog bench engine [--json] [--orders N] [--runs K
 	"       matchlog bench snapshot [--json] [--orders N] [--workers K] [--takes T] [--mtu M]\n" +
 	"       matchlog bench archive [--json] [--bytes B] [--runs K] [--work-dir D]\n" +
 	"       matchlog bench cluster [--json] [--orders N[,N...]] [--sync L[,L...]] [--block B[,B...]] [--snapshot-mode pauseless[,stw]] [--rate R]\n" +
+	"       matchlog bench aeron [--json] [--orders N] [--nodes 1|3] [--rate R] (real Java Aeron: needs AERON_CLASSPATH)\n" +
 	"\nbench cluster runs every combination of its list flags; the other benches take one value.\n" +
 	"Progress goes to stderr, the report to stdout (--json: one JSON object).\n"
 
 // runBench runs `matchlog bench engine` ([bench.EngineReport]),
 // `matchlog bench snapshot` ([bench.SnapshotReport]) or `matchlog bench
-// archive` ([archivebench.BenchReport]).
+// archive` ([archivebench.BenchReport]), `matchlog bench cluster` and
+// `matchlog bench aeron` ([aeronbench.Run]).
 func runBench(args []string, stdout, stderr io.Writer) error {
 	benches := map[string]func(args []string, stdout, stderr io.Writer) error{
-		"engine": benchEngine, "snapshot": benchSnapshot, "archive": benchArchive, "cluster": benchCluster,
+		"engine": benchEngine, "snapshot": benchSnapshot, "archive": benchArchive, "cluster": benchCluster, "aeron": benchAeron,
 	}
 	name, ok, err := subcommand("bench", args, func(n string) bool { return benches[n] != nil }, benchUsage, stderr)
 	if !ok {

@@ -253,7 +253,7 @@ func TestGoldenHelp(t *testing.T) {
 	for _, name := range sortedKeys(keys(backupCommands)) {
 		add("backup", name)
 	}
-	for _, name := range []string{"engine", "snapshot", "archive", "cluster"} {
+	for _, name := range []string{"engine", "snapshot", "archive", "cluster", "aeron"} {
 		add("bench", name)
 	}
 	add("engine", "run")
@@ -385,6 +385,9 @@ func TestFlagTypes(t *testing.T) {
 		{[]string{"bench", "cluster", "--rate", "1.5"}, `invalid value "1.5" for flag -rate`},
 		{[]string{"bench", "cluster", "--mode", "both"}, "flag provided but not defined: -mode"},
 		{[]string{"bench", "archive", "--dir", d}, "flag provided but not defined: -dir"},
+		{[]string{"bench", "aeron", "--orders", "1K,2K"}, "--orders 1000,2000: this verb runs one configuration"},
+		{[]string{"bench", "aeron", "--nodes", "2"}, "--nodes 2: want 1 or 3"},
+		{[]string{"bench", "aeron", "--dir", d}, "flag provided but not defined: -dir"},
 		{[]string{"cluster", "snapshot", "--dir", d, "--mode", "stw"}, "flag provided but not defined: -mode"},
 		{[]string{"cluster", "snapshot", "--dir", d, "--snapshot-mode", "stw,pauseless"}, "this verb takes one snapshot mode"},
 		{[]string{"difftest", "--seed", "-1"}, `invalid value "-1" for flag -seed`},

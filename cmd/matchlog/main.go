@@ -34,7 +34,7 @@ func init() {
 		{"archive", "archive <cmd>", "Aeron ArchiveTool-style: describe, verify, detach, delete, purge, replay", runArchive},
 		{"retention", "retention <cmd>", "restart-vs-rebuild: positions, verdict, plan (a dry-run purge) and purge (executes it) over stopped members", runRetention},
 		{"backup", "backup <cmd>", "backup images of a node: create (verified before it is declared good), drill (restore, start, check; recorded)", runBackup},
-		{"bench", "bench <what>", "measure: engine (mix, depth, heap, clone, restore), snapshot (take, restore), archive (recorder vs raw writes), cluster (client pause at a snapshot)", runBench},
+		{"bench", "bench <what>", "measure: engine (mix, depth, heap, clone, restore), snapshot (take, restore), archive (recorder vs raw writes), cluster (client pause at a snapshot), aeron (the same on real Aeron Cluster, beside the native node)", runBench},
 		{"node", "node", "run a node: TCP ingress/egress on 127.0.0.1, until SIGINT/SIGTERM", runNode},
 		{"aeron-node", "aeron-node", "run the engine as the Go service of a real Aeron Cluster member (aeron-go's container), until SIGINT/SIGTERM or driver loss", runAeronNode},
 		{"aeron-client", "aeron-client", "send commands (JSON lines) to the engine on a real Aeron Cluster (aeron-go's cluster client) and print its events", runAeronClient},
