@@ -90,16 +90,16 @@ func (e *Engine) checkSide(b *book, si int) (int, error) {
 // number of orders.
 func (e *Engine) checkLevel(b *book, si int, l *level) (int, error) {
 	side := Side(si + 1)
-	where := fmt.Sprintf("engine: instrument %d %s level %d", b.id, side, l.price)
+	where := func() string { return fmt.Sprintf("engine: instrument %d %s level %d", b.id, side, l.price) }
 	if l.count <= 0 || l.qty <= 0 {
-		return 0, fmt.Errorf("%s: empty level (qty %d, count %d)", where, l.qty, l.count)
+		return 0, fmt.Errorf("%s: empty level (qty %d, count %d)", where(), l.qty, l.count)
 	}
 	if l.shift < minShift || l.shift > maxShift || (l.shift-minShift)%shiftStep != 0 || l.epoch > e.lp.epoch {
-		return 0, fmt.Errorf("%s: bad chunk shift %d or epoch %d (writer's %d)", where, l.shift, l.epoch, e.lp.epoch)
+		return 0, fmt.Errorf("%s: bad chunk shift %d or epoch %d (writer's %d)", where(), l.shift, l.epoch, e.lp.epoch)
 	}
 	lo, hi := l.first<<l.shift, (l.first+uint64(len(l.chunks)))<<l.shift
 	if len(l.chunks) == 0 || l.head < lo || l.head > l.next || l.next > hi || l.next <= hi-1<<l.shift {
-		return 0, fmt.Errorf("%s: chunks cover slots [%d, %d), head %d, next %d", where, lo, hi, l.head, l.next)
+		return 0, fmt.Errorf("%s: chunks cover slots [%d, %d), head %d, next %d", where(), lo, hi, l.head, l.next)
 	}
 	var qty, count int64
 	var prevSK uint64
@@ -107,7 +107,7 @@ func (e *Engine) checkLevel(b *book, si int, l *level) (int, error) {
 	for ci := range l.chunks {
 		c := &l.chunks[ci]
 		if len(c.s) != 1<<l.shift || c.epoch > l.epoch {
-			return 0, fmt.Errorf("%s: chunk %d: %d slots (want %d), epoch %d (level's %d)", where, l.first+uint64(ci), len(c.s), 1<<l.shift, c.epoch, l.epoch)
+			return 0, fmt.Errorf("%s: chunk %d: %d slots (want %d), epoch %d (level's %d)", where(), l.first+uint64(ci), len(c.s), 1<<l.shift, c.epoch, l.epoch)
 		}
 		live := int32(0)
 		start := (l.first + uint64(ci)) << l.shift
@@ -115,17 +115,17 @@ func (e *Engine) checkLevel(b *book, si int, l *level) (int, error) {
 			o := c.s[s-start]
 			if s < l.head {
 				if o.id != 0 {
-					return 0, fmt.Errorf("%s: slot %d below head %d holds order %d, not a tombstone", where, s, l.head, o.id)
+					return 0, fmt.Errorf("%s: slot %d below head %d holds order %d, not a tombstone", where(), s, l.head, o.id)
 				}
 				continue
 			}
 			if s > l.head && o.sk <= prevSK {
-				return 0, fmt.Errorf("%s: slot %d: order %d not after the slot before (sk %#x after %#x)", where, s, o.id, o.sk, prevSK)
+				return 0, fmt.Errorf("%s: slot %d: order %d not after the slot before (sk %#x after %#x)", where(), s, o.id, o.sk, prevSK)
 			}
 			prevSK = o.sk
 			if o.id == 0 {
 				if s == l.head {
-					return 0, fmt.Errorf("%s: head %d is a tombstone", where, s)
+					return 0, fmt.Errorf("%s: head %d is a tombstone", where(), s)
 				}
 				continue
 			}
@@ -137,11 +137,11 @@ func (e *Engine) checkLevel(b *book, si int, l *level) (int, error) {
 			count++
 		}
 		if live != c.live {
-			return 0, fmt.Errorf("%s: chunk %d occupancy %d, %d live slots", where, l.first+uint64(ci), c.live, live)
+			return 0, fmt.Errorf("%s: chunk %d occupancy %d, %d live slots", where(), l.first+uint64(ci), c.live, live)
 		}
 	}
 	if qty != l.qty || count != l.count {
-		return 0, fmt.Errorf("%s: totals qty %d count %d, orders sum to qty %d count %d", where, l.qty, l.count, qty, count)
+		return 0, fmt.Errorf("%s: totals qty %d count %d, orders sum to qty %d count %d", where(), l.qty, l.count, qty, count)
 	}
 	return int(count), nil
 }
