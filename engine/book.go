@@ -158,6 +158,9 @@ type book struct {
 	triggers [2]*btree.BTreeG[trigger]
 	lmap     [2]map[int64]*level // the writer's; nil in frozen views
 	n        [2]int              // resting orders of each side
+	// empty counts the empty levels each side keeps in its tree and map
+	// (see keepEmpty).
+	empty [2]int
 }
 
 func newBook(id uint32, tick, lot, minPrice, maxPrice int64, fl *freeLists) *book {
@@ -206,10 +209,33 @@ func (b *book) wouldCross(s Side, price int64) bool {
 	return best != nil && crosses(s, price, best.price)
 }
 
-// best returns the best level of side si, or nil.
+// best returns the best non-empty level of side si, or nil.
 func (b *book) best(si int) *level {
-	it, _ := b.levels[si].Min()
-	return it.l
+	var best *level
+	b.levels[si].Ascend(func(it lvl) bool {
+		if it.l.count > 0 {
+			best = it.l
+			return false
+		}
+		return true
+	})
+	return best
+}
+
+// top returns the best non-empty level of side si, or nil, first dropping
+// the empty levels in front of it: the writer's best, for matching.
+func (b *book) top(p *levelPool, si int) *level {
+	for {
+		it, ok := b.levels[si].Min()
+		if !ok || it.l.count > 0 {
+			return it.l
+		}
+		b.levels[si].DeleteMin()
+		delete(b.lmap[si], it.price)
+		b.empty[si]--
+		p.empties--
+		p.put(it.l)
+	}
 }
 
 // wlevel returns the level at price on side si for writing (a copy if a
@@ -245,8 +271,29 @@ func (b *book) addLevel(p *levelPool, si int, price int64) *level {
 	return l
 }
 
-// dropLevel removes an empty level from side si and recycles it.
-func (b *book) dropLevel(p *levelPool, si int, l *level) {
+// keepEmpty is the most empty levels an engine keeps in its books; see
+// emptied.
+const keepEmpty = 2048
+
+// emptied handles l, a writable level of side si that has just lost its
+// last order. A book whose orders move between nearby prices (a level of
+// one or two orders empties and another appears on almost every move)
+// would otherwise delete a level from the price tree and insert one on
+// every move; so while the engine keeps fewer than keepEmpty empty levels,
+// an emptied level stays, without chunks, in its side's tree and map, and
+// an order arriving at that price reuses it. Every reader skips empty
+// levels; the writer drops those in front of its best level as it matches
+// (see top), so finding the best level stays O(1) amortized. A fixed
+// budget, rather than one that follows the book's size, lets the tree and
+// the map reach their largest size once, so a steady state allocates
+// nothing.
+func (b *book) emptied(p *levelPool, si int, l *level) {
+	if p.empties < keepEmpty {
+		p.clear(l)
+		b.empty[si]++
+		p.empties++
+		return
+	}
 	delete(b.lmap[si], l.price)
 	b.levels[si].Delete(lvl{price: l.price})
 	p.put(l)

@@ -10,7 +10,8 @@ import (
 // slots, only tombstones below head, a live order at head, no epoch newer
 // than the writer's), every order of a level at the level's price and in
 // strictly ascending arrival order (tombstones included), level totals
-// equal to the sum of their orders, no empty level, the level map equal to
+// equal to the sum of their orders, empty levels kept without chunks and
+// counted (see book.emptied), the level map equal to
 // the level tree, each side's order count equal to its orders, no crossed
 // book, every order and trigger valid for its instrument and indexed
 // exactly where it sits (so with the count check, index and slots match
@@ -43,6 +44,13 @@ func (e *Engine) Check() error {
 			return fmt.Errorf("engine: instrument %d: crossed book: bid %d, ask %d", b.id, bid.price, ask.price)
 		}
 	}
+	empties := 0
+	for _, b := range e.books {
+		empties += b.empty[0] + b.empty[1]
+	}
+	if empties != e.lp.empties {
+		return fmt.Errorf("engine: books keep %d empty levels, the pool counts %d", empties, e.lp.empties)
+	}
 	if len(e.byID) != len(e.books) {
 		return fmt.Errorf("engine: %d books, %d in the id map", len(e.books), len(e.byID))
 	}
@@ -55,7 +63,7 @@ func (e *Engine) Check() error {
 func (e *Engine) checkSide(b *book, si int) (int, error) {
 	side := Side(si + 1)
 	var err error
-	n := 0
+	n, nl, empty := 0, 0, 0 // orders, levels, empty levels
 	var prevPx uint32
 	b.levels[si].Ascend(func(it lvl) bool {
 		l := it.l
@@ -64,11 +72,20 @@ func (e *Engine) checkSide(b *book, si int) (int, error) {
 			return false
 		}
 		px := b.ticks(l.price)
-		if b.checkPrice(l.price) != ReasonNone || (n > 0 && ((si == 0 && px >= prevPx) || (si == 1 && px <= prevPx))) {
+		if b.checkPrice(l.price) != ReasonNone || (nl > 0 && ((si == 0 && px >= prevPx) || (si == 1 && px <= prevPx))) {
 			err = fmt.Errorf("engine: instrument %d %s: level price %d invalid or out of order", b.id, side, l.price)
 			return false
 		}
 		prevPx = px
+		nl++
+		if l.count == 0 {
+			empty++
+			if l.qty != 0 || len(l.chunks) != 0 || l.head != 0 || l.next != 0 || l.epoch > e.lp.epoch {
+				err = fmt.Errorf("engine: instrument %d %s level %d: empty level kept with qty %d, %d chunks, head %d, next %d, epoch %d",
+					b.id, side, l.price, l.qty, len(l.chunks), l.head, l.next, l.epoch)
+			}
+			return err == nil
+		}
 		c, lerr := e.checkLevel(b, si, l)
 		n += c
 		err = lerr
@@ -79,6 +96,9 @@ func (e *Engine) checkSide(b *book, si int) (int, error) {
 	}
 	if b.levels[si].Len() != len(b.lmap[si]) {
 		return 0, fmt.Errorf("engine: instrument %d %s: %d levels in the tree, %d in the map", b.id, side, b.levels[si].Len(), len(b.lmap[si]))
+	}
+	if empty != b.empty[si] {
+		return 0, fmt.Errorf("engine: instrument %d %s: %d empty levels kept, %d counted", b.id, side, empty, b.empty[si])
 	}
 	if n != b.n[si] {
 		return 0, fmt.Errorf("engine: instrument %d %s: order count %d, levels hold %d", b.id, side, b.n[si], n)
@@ -91,8 +111,8 @@ func (e *Engine) checkSide(b *book, si int) (int, error) {
 func (e *Engine) checkLevel(b *book, si int, l *level) (int, error) {
 	side := Side(si + 1)
 	where := func() string { return fmt.Sprintf("engine: instrument %d %s level %d", b.id, side, l.price) }
-	if l.count <= 0 || l.qty <= 0 {
-		return 0, fmt.Errorf("%s: empty level (qty %d, count %d)", where(), l.qty, l.count)
+	if l.count < 0 || l.qty <= 0 {
+		return 0, fmt.Errorf("%s: bad totals (qty %d, count %d)", where(), l.qty, l.count)
 	}
 	if l.shift < minShift || l.shift > maxShift || (l.shift-minShift)%shiftStep != 0 || l.epoch > e.lp.epoch {
 		return 0, fmt.Errorf("%s: bad chunk shift %d or epoch %d (writer's %d)", where(), l.shift, l.epoch, e.lp.epoch)

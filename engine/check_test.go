@@ -27,7 +27,15 @@ func TestCheckCatches(t *testing.T) {
 	}{
 		{"level total", "totals", func(e *Engine, b *book) { b.lmap[0][100].qty++ }},
 		{"level count", "totals", func(e *Engine, b *book) { b.lmap[0][100].count++ }},
-		{"empty level", "empty level", func(e *Engine, b *book) { b.addLevel(&e.lp, 0, 90) }},
+		{"empty level not counted", "empty levels kept", func(e *Engine, b *book) { b.addLevel(&e.lp, 0, 90) }},
+		{"empty level with chunks", "empty level kept", func(e *Engine, b *book) {
+			l := b.addLevel(&e.lp, 0, 90)
+			b.empty[0]++
+			e.lp.push(l, order{})
+			l.count, l.qty = 0, 0
+		}},
+		{"empty levels miscounted", "the pool counts", func(e *Engine, b *book) { e.lp.empties++ }},
+		{"level totals negative", "bad totals", func(e *Engine, b *book) { b.lmap[0][100].qty = -1 }},
 		{"index entry lost", "index", func(e *Engine, b *book) { e.index.del(2) }},
 		{"index entry stale", "index", func(e *Engine, b *book) {
 			l, _ := e.index.get(2)
@@ -42,7 +50,7 @@ func TestCheckCatches(t *testing.T) {
 		{"crossed book", "crossed", func(e *Engine, b *book) {
 			lv := b.lmap[1][105]
 			o := e.lp.pop(lv, lv.head)
-			b.dropLevel(&e.lp, 1, lv)
+			b.emptied(&e.lp, 1, lv)
 			o.setPx(b.ticks(99))
 			nl := b.addLevel(&e.lp, 1, 99)
 			s := e.lp.push(nl, o)

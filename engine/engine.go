@@ -114,7 +114,8 @@ func (e *Engine) HighWater(source uint64) (uint64, bool) {
 func (e *Engine) Triggers() int { return e.index.Len() - e.Orders() }
 
 // Depth appends up to n levels of one side of an instrument's book to dst,
-// best first, and returns it. It costs O(n) levels, never a walk of orders.
+// best first, and returns it. It costs O(n) levels (and the empty levels
+// kept among them, see book.emptied), never a walk of orders.
 func (e *Engine) Depth(instrument uint32, side Side, n int, dst []Level) []Level {
 	b := e.byID[instrument]
 	if b == nil || (side != Buy && side != Sell) || n <= 0 {
@@ -122,6 +123,9 @@ func (e *Engine) Depth(instrument uint32, side Side, n int, dst []Level) []Level
 	}
 	b.levels[sideIndex(side)].Ascend(func(it lvl) bool {
 		l := it.l
+		if l.count == 0 {
+			return true
+		}
 		dst = append(dst, Level{Price: l.price, Qty: l.qty, Count: l.count})
 		n--
 		return n > 0
@@ -207,8 +211,12 @@ func (e *Engine) touch(b *book, side Side, price, qty, count int64) {
 func (e *Engine) restOrder(b *book, side Side, price int64, o order) {
 	si := sideIndex(side)
 	l := b.wlevel(&e.lp, si, price)
-	if l == nil {
+	switch {
+	case l == nil:
 		l = b.addLevel(&e.lp, si, price)
+	case l.count == 0:
+		b.empty[si]--
+		e.lp.empties--
 	}
 	s := e.lp.push(l, o)
 	b.n[si]++
@@ -220,8 +228,8 @@ func (e *Engine) restOrder(b *book, side Side, price int64, o order) {
 }
 
 // unrest removes the resting order at slot s of l, a writable level of
-// side side, with its index entry, dropping the level if it empties, and
-// returns the order.
+// side side, with its index entry, and returns the order. l may be gone or
+// recycled afterwards (see book.emptied).
 func (e *Engine) unrest(b *book, side Side, l *level, s uint64) order {
 	si := sideIndex(side)
 	o := e.lp.pop(l, s)
@@ -230,7 +238,7 @@ func (e *Engine) unrest(b *book, side Side, l *level, s uint64) order {
 	e.touch(b, side, l.price, l.qty, l.count)
 	switch {
 	case l.count == 0:
-		b.dropLevel(&e.lp, si, l)
+		b.emptied(&e.lp, si, l)
 	case l.needsRebuild():
 		e.rebuild(b, l)
 	}

@@ -151,6 +151,9 @@ type levelPool struct {
 	bufs  [chunkClasses][][]order
 	lists [listClasses][][]chunk // empty chunk lists by capacity 4<<class
 	epoch uint64                 // bumped by every clone
+	// empties is the number of empty levels the engine's books keep (the
+	// sum of their book.empty); see book.emptied.
+	empties int
 }
 
 // listClasses is the number of pooled chunk-list capacities (4 to 32,768
@@ -235,6 +238,16 @@ func (p *levelPool) get(price int64) *level {
 	p.free = p.free[:len(p.free)-1]
 	*l = level{price: price, epoch: p.epoch, shift: minShift, chunks: l.chunks[:0]}
 	return l
+}
+
+// clear gives back the chunks of l, the writer's and empty, and resets its
+// slot numbering: an empty level kept in its book holds no chunks.
+func (p *levelPool) clear(l *level) {
+	for i := range l.chunks {
+		p.release(&l.chunks[i], l.shift)
+	}
+	l.chunks = l.chunks[:0]
+	l.head, l.next, l.first, l.shift = 0, 0, 0, minShift
 }
 
 // put recycles l, which has left its book, with its chunks.

@@ -97,6 +97,7 @@ func (r *Restorer) uninstall() {
 	empty, e := New(), r.e
 	e.books, e.byID, e.index, e.hwm, e.nextSeq = empty.books, empty.byID, empty.index, empty.hwm, empty.nextSeq
 	e.accts, e.acctNo = empty.accts, empty.acctNo
+	e.lp.empties = 0
 }
 
 // advance moves to phase p, refusing to go back.
@@ -338,6 +339,7 @@ func (r *Restorer) OnEnd(sources, instruments, orders, triggers uint64, stateHas
 	e := r.e
 	e.books, e.byID, e.index, e.hwm, e.nextSeq = st.books, st.byID, st.index, st.hwm, st.nextSeq
 	e.accts, e.acctNo = st.accts, st.acctNo
+	e.lp.empties = 0 // a restored book keeps no empty level
 	r.phase = phaseDone
 	return nil
 }
