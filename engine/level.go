@@ -36,7 +36,7 @@ const (
 	shiftStep = 2
 	// maxChunks is the most chunks a level holds before it moves to
 	// larger ones (unless its chunks are already the largest).
-	maxChunks = 16
+	maxChunks = 4
 	// chunkClasses is the number of chunk sizes.
 	chunkClasses = (maxShift-minShift)/shiftStep + 1
 )
