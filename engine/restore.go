@@ -21,10 +21,11 @@ var ErrNotEnded = fmt.Errorf("%w: record stream did not end", ErrRestore)
 // again. After the first error every call returns it.
 //
 // Orders and triggers must come in stream order (what [Engine.SnapshotTo]
-// emits); anything else is refused. That order is also the fast path: each
-// record appends at the right end of its tree (a bulk load, no search), and
-// level totals accumulate over each price's run and enter the level tree
-// once, its orders laid out in its chunks in one pass.
+// emits); anything else is refused. That order is also the fast path: the
+// orders of each price's run accumulate, and at the run's end the level is
+// built once, its orders laid out in its chunks in one pass, and enters the
+// level tree at its right end; triggers append at the right end of their
+// trees.
 type Restorer struct {
 	e     *Engine
 	st    *Engine // being built
