@@ -37,9 +37,9 @@
 // A resting order takes a 32-byte slot (price as ticks above the band
 // floor, a dense account number, id, quantity, and the arrival sequence
 // packed with its flags) and 24 bytes in the index, a segmented
-// open-addressing table; with chunk slack, level headers and the index's
-// load factor it comes to under 100 B of heap per resting order
-// (docs/performance.md). Tree nodes come from free lists; levels, chunk
+// open-addressing table; with the chunk lists, the unused slots of each
+// level's last chunk, level headers and the index's load factor it comes to
+// about 90-105 B of heap per resting order at 1M orders (docs/performance.md). Tree nodes come from free lists; levels, chunk
 // buffers and chunk lists from pools refilled in slabs, so the matching
 // path allocates nothing in steady state.
 //
