@@ -12,6 +12,7 @@ import (
 func BenchmarkMixed(b *testing.B)           { BenchMixed(b) }
 func BenchmarkInsert(b *testing.B)          { BenchInsert(b) }
 func BenchmarkCancel(b *testing.B)          { BenchCancel(b) }
+func BenchmarkCancelCrowded(b *testing.B)   { BenchCancelCrowded(b) }
 func BenchmarkAggressiveMatch(b *testing.B) { BenchAggressiveMatch(b) }
 func BenchmarkDepthTop10(b *testing.B)      { BenchDepthTop10(b) }
 func BenchmarkClone(b *testing.B)           { BenchClone(b) }

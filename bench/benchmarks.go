@@ -185,6 +185,53 @@ func BenchCancel(b *testing.B) {
 	}
 }
 
+// BenchCancelCrowded times a cancel in the middle of one crowded level of
+// 100 and of 100,000 orders, each followed by the same order id added back
+// at the tail of that level (which keeps the level's size): op k cancels id
+// n/2 + k mod n/2, which is always the order of rank n/2 - 1, so every
+// cancel hits the middle of the level. The two sizes should cost the same:
+// a cancel finds its slot through the index and leaves a tombstone. The
+// clone variants take a [engine.Engine.Clone] before each op, so every
+// cancel is the first write to its level after a clone and pays that
+// write's copy-on-write.
+func BenchCancelCrowded(b *testing.B) {
+	for _, n := range []int{100, 100_000} {
+		for _, clone := range []bool{false, true} {
+			name := fmt.Sprintf("orders_per_level=%d", n)
+			if clone {
+				name += "/after_clone"
+			}
+			b.Run(name, func(b *testing.B) {
+				d := NewDriver()
+				price := PassivePrice(engine.Buy, 5)
+				for id := uint64(1); id <= uint64(n); id++ {
+					c := NewLimit(id, engine.Buy, price, 1, 1)
+					d.mustApply(&c)
+				}
+				half := uint64(n / 2)
+				var cxl, add engine.Command
+				var f *engine.Frozen
+				k := uint64(0)
+				b.ReportAllocs()
+				for b.Loop() {
+					if clone {
+						f = d.E.Clone()
+					}
+					id := half + k%half
+					cxl, add = Cancel(id), NewLimit(id, engine.Buy, price, 1, 1)
+					checkBatch(b, "cancel", d.Apply(&cxl))
+					checkBatch(b, "add", d.Apply(&add))
+					k++
+				}
+				runtime.KeepAlive(f)
+				if dst := d.E.Depth(Instrument, engine.Buy, 1, nil); len(dst) != 1 || dst[0].Count != int64(n) {
+					b.Fatalf("depth %+v, want one level of %d orders", dst, n)
+				}
+			})
+		}
+	}
+}
+
 // BenchAggressiveMatch times IOC takers that each fill exactly 1 or 10
 // resting orders (see [Sweep]) in a book of 100k orders on 1,000 levels a
 // side, one taker per op.

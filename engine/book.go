@@ -8,19 +8,16 @@ import (
 // 2*treeDegree-1 items, stored by value, so a walk reads contiguous memory.
 const treeDegree = 64
 
-// order is a resting order as stored in a side tree, by value, in 32
+// order is a resting order as stored in a level's slot, by value, in 32
 // bytes: pa packs the price as a tick count above the instrument's band
 // floor (high 32 bits) with the account as the engine's dense account
 // number (low 32 bits), and sk packs the arrival sequence (high 56 bits)
 // with flags (low 8 bits), so comparing sk compares arrival sequences. Heap
-// per resting order is mostly B-tree node capacity times this size, so
-// every byte here counts about twice.
+// per resting order is mostly chunk slots times this size. A tombstone is
+// an order with id 0 whose sk is kept (see [level]).
 //
-// Four machine words, not five: google/btree calls its comparator through
-// a function value with two items by value, and Go passes a struct of at
-// most four words in registers and keeps it in registers inside a function
-// (SSA), while a five-field struct goes through memory, its second copy on
-// the stack, on every comparison of every tree search.
+// Four machine words: Go passes a struct of at most four words in
+// registers and keeps it in registers inside a function (SSA).
 type order struct {
 	pa  uint64 // price ticks << 32 | dense account number; see pxAcct
 	sk  uint64
@@ -85,20 +82,6 @@ func (b *book) ticks(price int64) uint32 { return uint32((price - b.minPrice) / 
 // price converts a tick count back to a price.
 func (b *book) price(px uint32) int64 { return b.minPrice + int64(px)*b.tick }
 
-// level is one price level's totals. Each side keeps its levels twice: in
-// a tree ordered by price (for depth and for cutting partitions) and in a
-// map by price (so a change of totals costs one hash lookup, not a tree
-// search). Levels are shared by pointer between the two and with the trees
-// of [Frozen] views, so they follow a copy-on-write rule of their own: a
-// level whose epoch is older than the engine's (it may be seen by a clone)
-// is never written; the writer replaces it with a fresh copy first.
-type level struct {
-	price int64
-	qty   int64
-	count int64
-	epoch uint64
-}
-
 // trigger is an armed stop order, by value. Buy triggers are ordered by
 // (ref, stop ascending, seq), sell triggers by (ref, stop descending, seq), so
 // the orders a reference price fires form a prefix of each ref's run.
@@ -118,16 +101,8 @@ func (t *trigger) seq() uint64 { return skSeq(t.sk) }
 func (t *trigger) stp() STP    { return skSTPOf(t.sk) }
 func (t *trigger) post() bool  { return skPostOf(t.sk) }
 
-func lessBid(a, b order) bool {
-	return a.px() > b.px() || (a.px() == b.px() && a.sk < b.sk)
-}
-
-func lessAsk(a, b order) bool {
-	return a.px() < b.px() || (a.px() == b.px() && a.sk < b.sk)
-}
-
-func lessBidLevel(a, b *level) bool { return a.price > b.price }
-func lessAskLevel(a, b *level) bool { return a.price < b.price }
+func lessBidLevel(a, b lvl) bool { return a.price > b.price }
+func lessAskLevel(a, b lvl) bool { return a.price < b.price }
 
 func lessBuyTrigger(a, b trigger) bool {
 	if a.ref != b.ref {
@@ -152,15 +127,13 @@ func lessSellTrigger(a, b trigger) bool {
 // freeLists recycle tree nodes across every book of an engine, so steady
 // state inserts and deletes allocate nothing.
 type freeLists struct {
-	orders   *btree.FreeListG[order]
-	levels   *btree.FreeListG[*level]
+	levels   *btree.FreeListG[lvl]
 	triggers *btree.FreeListG[trigger]
 }
 
 func newFreeLists() *freeLists {
 	return &freeLists{
-		orders:   btree.NewFreeListG[order](1024),
-		levels:   btree.NewFreeListG[*level](256),
+		levels:   btree.NewFreeListG[lvl](256),
 		triggers: btree.NewFreeListG[trigger](64),
 	}
 }
@@ -176,20 +149,24 @@ type book struct {
 	lastTrade int64
 	mark      int64
 
-	orders   [2]*btree.BTreeG[order]
-	levels   [2]*btree.BTreeG[*level]
+	// Each side keeps its levels twice: in a tree ordered by price, best
+	// first (for matching, depth, walks and cuts), and in a map by price
+	// (so finding the level of an order costs one hash lookup, not a tree
+	// search). The tree's items and the map share the levels, which
+	// follow the copy-on-write rule of [level].
+	levels   [2]*btree.BTreeG[lvl]
 	triggers [2]*btree.BTreeG[trigger]
 	lmap     [2]map[int64]*level // the writer's; nil in frozen views
+	n        [2]int              // resting orders of each side
+	// empty counts the empty levels each side keeps in its tree and map
+	// (see keepEmpty).
+	empty [2]int
 }
 
 func newBook(id uint32, tick, lot, minPrice, maxPrice int64, fl *freeLists) *book {
 	return &book{
 		id: id, tick: tick, lot: lot, minPrice: minPrice, maxPrice: maxPrice,
-		orders: [2]*btree.BTreeG[order]{
-			btree.NewWithFreeListG(treeDegree, lessBid, fl.orders),
-			btree.NewWithFreeListG(treeDegree, lessAsk, fl.orders),
-		},
-		levels: [2]*btree.BTreeG[*level]{
+		levels: [2]*btree.BTreeG[lvl]{
 			btree.NewWithFreeListG(treeDegree, lessBidLevel, fl.levels),
 			btree.NewWithFreeListG(treeDegree, lessAskLevel, fl.levels),
 		},
@@ -206,7 +183,6 @@ func (b *book) clone() *book {
 	c := *b
 	c.lmap = [2]map[int64]*level{}
 	for i := range 2 {
-		c.orders[i] = b.orders[i].Clone()
 		c.levels[i] = b.levels[i].Clone()
 		c.triggers[i] = b.triggers[i].Clone()
 	}
@@ -229,58 +205,96 @@ func crosses(s Side, limit, p int64) bool {
 // wouldCross reports whether a limit order at price on side s would meet the
 // best opposite order.
 func (b *book) wouldCross(s Side, price int64) bool {
-	best, ok := b.orders[sideIndex(opposite(s))].Min()
-	return ok && crosses(s, price, b.price(best.px()))
+	best := b.best(sideIndex(opposite(s)))
+	return best != nil && crosses(s, price, best.price)
 }
 
-// levels recycles level structs the writer owns. Levels that a frozen view
-// may see are left to the garbage collector.
-type levelPool struct {
-	free  []*level
-	epoch uint64 // bumped by every clone
+// best returns the best non-empty level of side si, or nil.
+func (b *book) best(si int) *level {
+	var best *level
+	b.levels[si].Ascend(func(it lvl) bool {
+		if it.l.count > 0 {
+			best = it.l
+			return false
+		}
+		return true
+	})
+	return best
 }
 
-func (p *levelPool) get(price int64) *level {
-	var l *level
-	if n := len(p.free); n > 0 {
-		l = p.free[n-1]
-		p.free = p.free[:n-1]
-	} else {
-		l = new(level)
+// top returns the best non-empty level of side si, or nil, first dropping
+// the empty levels in front of it: the writer's best, for matching.
+func (b *book) top(p *levelPool, si int) *level {
+	for {
+		it, ok := b.levels[si].Min()
+		if !ok || it.l.count > 0 {
+			return it.l
+		}
+		b.levels[si].DeleteMin()
+		delete(b.lmap[si], it.price)
+		b.empty[si]--
+		p.empties--
+		p.put(it.l)
 	}
-	*l = level{price: price, epoch: p.epoch}
+}
+
+// wlevel returns the level at price on side si for writing (a copy if a
+// frozen view may see it), or nil if there is none.
+func (b *book) wlevel(p *levelPool, si int, price int64) *level {
+	l := b.lmap[si][price]
+	if l != nil && l.epoch != p.epoch {
+		l = b.cow(p, si, l)
+	}
 	return l
 }
 
-func (p *levelPool) put(l *level) {
-	if l.epoch == p.epoch && len(p.free) < 4096 {
-		p.free = append(p.free, l)
+// writable returns l, a level of side si, for writing.
+func (b *book) writable(p *levelPool, si int, l *level) *level {
+	if l.epoch != p.epoch {
+		l = b.cow(p, si, l)
 	}
+	return l
 }
 
-// addLevel changes the totals of the level at price by dq and dc, creating
-// or removing the level as needed, and returns the new totals.
-func (b *book) addLevel(p *levelPool, si int, price, dq, dc int64) level {
-	l := b.lmap[si][price]
-	switch {
-	case l == nil:
-		l = p.get(price)
-		b.lmap[si][price] = l
-		b.levels[si].ReplaceOrInsert(l)
-	case l.epoch != p.epoch:
-		c := p.get(price)
-		c.qty, c.count = l.qty, l.count
-		l = c
-		b.lmap[si][price] = l
-		b.levels[si].ReplaceOrInsert(l)
+func (b *book) cow(p *levelPool, si int, l *level) *level {
+	c := p.copyLevel(l)
+	b.lmap[si][c.price] = c
+	b.levels[si].ReplaceOrInsert(lvl{price: c.price, l: c})
+	return c
+}
+
+// addLevel enters a new, empty level at price on side si.
+func (b *book) addLevel(p *levelPool, si int, price int64) *level {
+	l := p.get(price)
+	b.lmap[si][price] = l
+	b.levels[si].ReplaceOrInsert(lvl{price: price, l: l})
+	return l
+}
+
+// keepEmpty is the most empty levels an engine keeps in its books; see
+// emptied.
+const keepEmpty = 2048
+
+// emptied handles l, a writable level of side si that has just lost its
+// last order. A book whose orders move between nearby prices (a level of
+// one or two orders empties and another appears on almost every move)
+// would otherwise delete a level from the price tree and insert one on
+// every move; so while the engine keeps fewer than keepEmpty empty levels,
+// an emptied level stays, without chunks, in its side's tree and map, and
+// an order arriving at that price reuses it. Every reader skips empty
+// levels; the writer drops those in front of its best level as it matches
+// (see top), so finding the best level stays O(1) amortized. A fixed
+// budget, rather than one that follows the book's size, lets the tree and
+// the map reach their largest size once, so a steady state allocates
+// nothing.
+func (b *book) emptied(p *levelPool, si int, l *level) {
+	if p.empties < keepEmpty {
+		p.clear(l)
+		b.empty[si]++
+		p.empties++
+		return
 	}
-	l.qty += dq
-	l.count += dc
-	if l.count == 0 {
-		delete(b.lmap[si], price)
-		b.levels[si].Delete(l)
-		p.put(l)
-		return level{price: price}
-	}
-	return *l
+	delete(b.lmap[si], l.price)
+	b.levels[si].Delete(lvl{price: l.price})
+	p.put(l)
 }

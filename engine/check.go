@@ -5,10 +5,18 @@ import (
 )
 
 // Check verifies the engine's structure and returns the first violation:
-// each side tree strictly in price-time order, level totals equal to the sum
-// of their orders, no empty level, no crossed book, every order and trigger
-// valid for its instrument and indexed where it sits, no armed order whose
-// condition holds, no index entry without an order. It walks everything: tests call it after every command,
+// each level's chunks laid out as [level] describes (chunk sizes, the chunk
+// list covering head to next, each chunk's live count equal to its live
+// slots, only tombstones below head, a live order at head, no epoch newer
+// than the writer's), every order of a level at the level's price and in
+// strictly ascending arrival order (tombstones included), level totals
+// equal to the sum of their orders, empty levels kept without chunks and
+// counted (see book.emptied), the level map equal to
+// the level tree, each side's order count equal to its orders, no crossed
+// book, every order and trigger valid for its instrument and indexed
+// exactly where it sits (so with the count check, index and slots match
+// both ways), no armed order whose condition holds, no index entry without
+// an order. It walks everything: tests call it after every command,
 // and builds with the invariants tag call it inside [Engine.Apply].
 func (e *Engine) Check() error {
 	n := 0
@@ -31,11 +39,17 @@ func (e *Engine) Check() error {
 			}
 			n += c
 		}
-		bid, okb := b.orders[0].Min()
-		ask, oka := b.orders[1].Min()
-		if okb && oka && bid.px() >= ask.px() {
-			return fmt.Errorf("engine: instrument %d: crossed book: bid %d, ask %d", b.id, b.price(bid.px()), b.price(ask.px()))
+		bid, ask := b.best(0), b.best(1)
+		if bid != nil && ask != nil && bid.price >= ask.price {
+			return fmt.Errorf("engine: instrument %d: crossed book: bid %d, ask %d", b.id, bid.price, ask.price)
 		}
+	}
+	empties := 0
+	for _, b := range e.books {
+		empties += b.empty[0] + b.empty[1]
+	}
+	if empties != e.lp.empties {
+		return fmt.Errorf("engine: books keep %d empty levels, the pool counts %d", empties, e.lp.empties)
 	}
 	if len(e.byID) != len(e.books) {
 		return fmt.Errorf("engine: %d books, %d in the id map", len(e.books), len(e.byID))
@@ -48,71 +62,122 @@ func (e *Engine) Check() error {
 
 func (e *Engine) checkSide(b *book, si int) (int, error) {
 	side := Side(si + 1)
-	less := lessBid
-	if si == 1 {
-		less = lessAsk
-	}
 	var err error
-	var prev order
-	var cur level
-	n := 0
-	levels := b.levels[si]
-	flush := func() {
-		if cur.count == 0 || err != nil {
-			return
-		}
-		l, ok := levels.Get(&cur)
-		if !ok || l.qty != cur.qty || l.count != cur.count || b.lmap[si][cur.price] != l {
-			err = fmt.Errorf("engine: instrument %d %s level %d: totals %+v (in map: %v), orders sum to %+v",
-				b.id, side, cur.price, l, b.lmap[si][cur.price] == l, cur)
-		}
-	}
-	b.orders[si].Ascend(func(o order) bool {
-		switch {
-		case n > 0 && !less(prev, o):
-			err = fmt.Errorf("engine: instrument %d %s: order %d not after order %d", b.id, side, o.id, prev.id)
-		case o.qty <= 0 || o.qty%b.lot != 0 || b.checkPrice(b.price(o.px())) != ReasonNone || o.seq() == 0 || o.seq() >= e.nextSeq ||
-			skSide(o.sk) != side || o.sk&skArmed != 0 || int(o.acct()) >= len(e.accts):
-			err = fmt.Errorf("engine: instrument %d %s: invalid order %d (ticks %d, account number %d, qty %d, sk %#x)", b.id, side, o.id, o.px(), o.acct(), o.qty, o.sk)
-		default:
-			l, ok := e.index.get(o.id)
-			if !ok || l != (loc{sk: o.sk, px: o.px(), inst: b.id}) {
-				err = fmt.Errorf("engine: order %d: index %+v (present %v) does not match the tree", o.id, l, ok)
-			}
-		}
-		if err != nil {
+	n, nl, empty := 0, 0, 0 // orders, levels, empty levels
+	var prevPx uint32
+	b.levels[si].Ascend(func(it lvl) bool {
+		l := it.l
+		if it.price != l.price || b.lmap[si][l.price] != l {
+			err = fmt.Errorf("engine: instrument %d %s level %d: tree item %d, in the map: %v", b.id, side, l.price, it.price, b.lmap[si][l.price] == l)
 			return false
 		}
-		if price := b.price(o.px()); n == 0 || price != cur.price {
-			flush()
-			cur = level{price: price}
+		px := b.ticks(l.price)
+		if b.checkPrice(l.price) != ReasonNone || (nl > 0 && ((si == 0 && px >= prevPx) || (si == 1 && px <= prevPx))) {
+			err = fmt.Errorf("engine: instrument %d %s: level price %d invalid or out of order", b.id, side, l.price)
+			return false
 		}
-		cur.qty += o.qty
-		cur.count++
-		prev = o
-		n++
+		prevPx = px
+		nl++
+		if l.count == 0 {
+			empty++
+			if l.qty != 0 || len(l.chunks) != 0 || l.head != 0 || l.next != 0 || l.epoch > e.lp.epoch {
+				err = fmt.Errorf("engine: instrument %d %s level %d: empty level kept with qty %d, %d chunks, head %d, next %d, epoch %d",
+					b.id, side, l.price, l.qty, len(l.chunks), l.head, l.next, l.epoch)
+			}
+			return err == nil
+		}
+		c, lerr := e.checkLevel(b, si, l)
+		n += c
+		err = lerr
 		return err == nil
 	})
-	flush()
 	if err != nil {
 		return 0, err
 	}
-	var total int64
-	levels.Ascend(func(l *level) bool {
-		if l.count <= 0 || l.qty <= 0 {
-			err = fmt.Errorf("engine: instrument %d %s: empty level %+v", b.id, side, l)
-			return false
+	if b.levels[si].Len() != len(b.lmap[si]) {
+		return 0, fmt.Errorf("engine: instrument %d %s: %d levels in the tree, %d in the map", b.id, side, b.levels[si].Len(), len(b.lmap[si]))
+	}
+	if empty != b.empty[si] {
+		return 0, fmt.Errorf("engine: instrument %d %s: %d empty levels kept, %d counted", b.id, side, empty, b.empty[si])
+	}
+	if n != b.n[si] {
+		return 0, fmt.Errorf("engine: instrument %d %s: order count %d, levels hold %d", b.id, side, b.n[si], n)
+	}
+	return n, nil
+}
+
+// checkLevel checks one level's layout, orders and totals and returns its
+// number of orders.
+func (e *Engine) checkLevel(b *book, si int, l *level) (int, error) {
+	side := Side(si + 1)
+	where := func() string { return fmt.Sprintf("engine: instrument %d %s level %d", b.id, side, l.price) }
+	if l.count < 0 || l.qty <= 0 {
+		return 0, fmt.Errorf("%s: bad totals (qty %d, count %d)", where(), l.qty, l.count)
+	}
+	if l.shift < minShift || l.shift > maxShift || (l.shift-minShift)%shiftStep != 0 || l.epoch > e.lp.epoch {
+		return 0, fmt.Errorf("%s: bad chunk shift %d or epoch %d (writer's %d)", where(), l.shift, l.epoch, e.lp.epoch)
+	}
+	lo, hi := l.first<<l.shift, (l.first+uint64(len(l.chunks)))<<l.shift
+	if len(l.chunks) == 0 || l.head < lo || l.head > l.next || l.next > hi || l.next <= hi-1<<l.shift {
+		return 0, fmt.Errorf("%s: chunks cover slots [%d, %d), head %d, next %d", where(), lo, hi, l.head, l.next)
+	}
+	var qty, count int64
+	var prevSK uint64
+	px := b.ticks(l.price)
+	for ci := range l.chunks {
+		c := &l.chunks[ci]
+		if len(c.s) != 1<<l.shift || c.epoch > l.epoch {
+			return 0, fmt.Errorf("%s: chunk %d: %d slots (want %d), epoch %d (level's %d)", where(), l.first+uint64(ci), len(c.s), 1<<l.shift, c.epoch, l.epoch)
 		}
-		total += l.count
-		return true
-	})
-	if err == nil && levels.Len() != len(b.lmap[si]) {
-		err = fmt.Errorf("engine: instrument %d %s: %d levels in the tree, %d in the map", b.id, side, levels.Len(), len(b.lmap[si]))
+		live := int32(0)
+		start := (l.first + uint64(ci)) << l.shift
+		for s := start; s < start+1<<l.shift && s < l.next; s++ {
+			o := c.s[s-start]
+			if s < l.head {
+				if o.id != 0 {
+					return 0, fmt.Errorf("%s: slot %d below head %d holds order %d, not a tombstone", where(), s, l.head, o.id)
+				}
+				continue
+			}
+			if s > l.head && o.sk <= prevSK {
+				return 0, fmt.Errorf("%s: slot %d: order %d not after the slot before (sk %#x after %#x)", where(), s, o.id, o.sk, prevSK)
+			}
+			prevSK = o.sk
+			if o.id == 0 {
+				if s == l.head {
+					return 0, fmt.Errorf("%s: head %d is a tombstone", where(), s)
+				}
+				continue
+			}
+			live++
+			if err := e.checkOrder(b, side, l, s, o, px); err != nil {
+				return 0, err
+			}
+			qty += o.qty
+			count++
+		}
+		if live != c.live {
+			return 0, fmt.Errorf("%s: chunk %d occupancy %d, %d live slots", where(), l.first+uint64(ci), c.live, live)
+		}
 	}
-	if err == nil && total != int64(n) {
-		err = fmt.Errorf("engine: instrument %d %s: levels count %d orders, tree holds %d", b.id, side, total, n)
+	if qty != l.qty || count != l.count {
+		return 0, fmt.Errorf("%s: totals qty %d count %d, orders sum to qty %d count %d", where(), l.qty, l.count, qty, count)
 	}
-	return n, err
+	return int(count), nil
+}
+
+func (e *Engine) checkOrder(b *book, side Side, l *level, s uint64, o order, px uint32) error {
+	switch {
+	case o.px() != px:
+		return fmt.Errorf("engine: instrument %d %s: order %d at ticks %d in the level at price %d (ticks %d)", b.id, side, o.id, o.px(), l.price, px)
+	case o.qty <= 0 || o.qty%b.lot != 0 || o.seq() == 0 || o.seq() >= e.nextSeq ||
+		skSide(o.sk) != side || o.sk&skArmed != 0 || int(o.acct()) >= len(e.accts):
+		return fmt.Errorf("engine: instrument %d %s: invalid order %d (ticks %d, account number %d, qty %d, sk %#x)", b.id, side, o.id, o.px(), o.acct(), o.qty, o.sk)
+	}
+	if x, ok := e.index.get(o.id); !ok || x != restLoc(s, o.sk, px, b.id) {
+		return fmt.Errorf("engine: order %d: index %+v (present %v) does not match slot %d of its level", o.id, x, ok, s)
+	}
+	return nil
 }
 
 func (e *Engine) checkTriggers(b *book, si int) (int, error) {

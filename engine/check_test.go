@@ -14,6 +14,8 @@ func TestCheckCatches(t *testing.T) {
 		s.do(limit(2, Buy, 100, 3))
 		s.do(limit(3, Sell, 105, 4))
 		s.do(Command{OrderID: 4, Account: 4, Side: Buy, Type: Stop, TIF: IOC, Ref: RefMark, Stop: 200, Qty: 1})
+		s.do(limit(5, Buy, 100, 2))
+		s.do(Command{Kind: CmdCancel, Instrument: 1, OrderID: 1}) // slot 0 of level 100 becomes a tombstone below head
 		if err := s.e.Check(); err != nil {
 			t.Fatal(err)
 		}
@@ -24,33 +26,66 @@ func TestCheckCatches(t *testing.T) {
 		corrupt    func(e *Engine, b *book)
 	}{
 		{"level total", "totals", func(e *Engine, b *book) { b.lmap[0][100].qty++ }},
-		{"empty level", "empty level", func(e *Engine, b *book) {
-			l := e.lp.get(90)
-			b.lmap[0][90] = l
-			b.levels[0].ReplaceOrInsert(l)
+		{"level count", "totals", func(e *Engine, b *book) { b.lmap[0][100].count++ }},
+		{"empty level not counted", "empty levels kept", func(e *Engine, b *book) { b.addLevel(&e.lp, 0, 90) }},
+		{"empty level with chunks", "empty level kept", func(e *Engine, b *book) {
+			l := b.addLevel(&e.lp, 0, 90)
+			b.empty[0]++
+			e.lp.push(l, order{})
+			l.count, l.qty = 0, 0
 		}},
+		{"empty levels miscounted", "the pool counts", func(e *Engine, b *book) { e.lp.empties++ }},
+		{"level totals negative", "bad totals", func(e *Engine, b *book) { b.lmap[0][100].qty = -1 }},
 		{"index entry lost", "index", func(e *Engine, b *book) { e.index.del(2) }},
 		{"index entry stale", "index", func(e *Engine, b *book) {
-			l, _ := e.index.get(1)
+			l, _ := e.index.get(2)
 			l.px++
-			e.index.put(1, l)
+			e.index.put(2, l)
+		}},
+		{"index slot", "index", func(e *Engine, b *book) {
+			l, _ := e.index.get(2)
+			l.sk += 1 << skSeqPos
+			e.index.put(2, l)
 		}},
 		{"crossed book", "crossed", func(e *Engine, b *book) {
-			o, _ := b.orders[1].DeleteMin()
+			lv := b.lmap[1][105]
+			o := e.lp.pop(lv, lv.head)
+			b.emptied(&e.lp, 1, lv)
 			o.setPx(b.ticks(99))
-			b.orders[1].ReplaceOrInsert(o)
-			l, _ := e.index.get(o.id)
-			l.px = o.px()
-			e.index.put(o.id, l)
-			b.addLevel(&e.lp, 1, 105, -o.qty, -1)
-			b.addLevel(&e.lp, 1, 99, o.qty, 1)
+			nl := b.addLevel(&e.lp, 1, 99)
+			s := e.lp.push(nl, o)
+			e.index.put(o.id, restLoc(s, o.sk, o.px(), b.id))
 		}},
 		{"trigger should have fired", "should have fired", func(e *Engine, b *book) { b.mark = 300 }},
 		{"bad quantity", "invalid order", func(e *Engine, b *book) {
-			o, _ := b.orders[0].DeleteMin()
-			o.qty = 0
-			b.orders[0].ReplaceOrInsert(o)
+			l := b.lmap[0][100]
+			l.at(l.head).qty = 0
 		}},
+		{"chunk occupancy", "occupancy", func(e *Engine, b *book) { b.lmap[0][100].chunks[0].live++ }},
+		{"live order below head", "not a tombstone", func(e *Engine, b *book) { b.lmap[0][100].chunks[0].s[0].id = 1 }},
+		{"tombstone at head", "head 0 is a tombstone", func(e *Engine, b *book) { b.lmap[0][100].head = 0 }},
+		{"arrival order", "not after", func(e *Engine, b *book) {
+			s := b.lmap[0][100].chunks[0].s
+			s[1].sk, s[2].sk = s[2].sk, s[1].sk
+		}},
+		{"order at another price", "in the level at price", func(e *Engine, b *book) {
+			l := b.lmap[0][100]
+			l.at(l.head).setPx(b.ticks(101))
+		}},
+		{"level map", "in the map", func(e *Engine, b *book) {
+			c := *b.lmap[0][100]
+			b.lmap[0][100] = &c
+		}},
+		{"level missing from the map", "in the map", func(e *Engine, b *book) { delete(b.lmap[0], 100) }},
+		{"side count", "order count", func(e *Engine, b *book) { b.n[0]++ }},
+		{"chunk size", "slots (want", func(e *Engine, b *book) {
+			c := &b.lmap[0][100].chunks[0]
+			c.s = c.s[:2]
+		}},
+		{"chunk list", "chunks cover", func(e *Engine, b *book) { b.lmap[0][100].next += 8 }},
+		{"chunk epoch", "epoch", func(e *Engine, b *book) { b.lmap[0][100].chunks[0].epoch++ }},
+		{"chunk shift", "bad chunk shift", func(e *Engine, b *book) { b.lmap[0][100].shift = 3 }},
+		{"level epoch", "bad chunk shift", func(e *Engine, b *book) { b.lmap[0][100].epoch = e.lp.epoch + 1 }},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"math/rand"
+	"runtime"
 	"sync"
 	"testing"
 
@@ -152,5 +153,43 @@ func TestSnapshotWithoutOrders(t *testing.T) {
 	}
 	if part.EndHash != f.NonOrderHash() || part.EndHash+sum != full.EndHash || full.EndHash != e.StateHash() {
 		t.Fatalf("hashes: without orders %x, non-order %x, +partitions %x, full %x", part.EndHash, f.NonOrderHash(), part.EndHash+sum, full.EndHash)
+	}
+}
+
+// TestFirstWriteAfterCloneIsBounded: after a clone, a cancel in the middle
+// of a 100,000-order level copies that level's chunk list and the one chunk
+// it writes, never the level's orders: it allocates one chunk plus a small
+// fraction of the level's 3.2 MB of slots. The frozen view keeps the order.
+func TestFirstWriteAfterCloneIsBounded(t *testing.T) {
+	n := uint64(scaled(100_000))
+	e := New()
+	seq := uint64(1)
+	e.Apply(&Command{Kind: CmdDefineInstrument, Source: 1, Seq: seq, Instrument: 1, Tick: 1, Lot: 1, MinPrice: 1, MaxPrice: 1000})
+	for id := uint64(1); id <= n; id++ {
+		seq++
+		if ev := e.Apply(&Command{Kind: CmdNewOrder, Source: 1, Seq: seq, Instrument: 1, OrderID: id, Account: 1,
+			Side: Buy, Type: Limit, TIF: GTC, Price: 500, Qty: 1}); ev[0].Kind != EvAccepted {
+			t.Fatalf("build: %+v", ev[0])
+		}
+	}
+	f := e.Clone()
+	before := f.StateHash()
+	seq++
+	c := Command{Kind: CmdCancel, Source: 1, Seq: seq, Instrument: 1, OrderID: n / 2}
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	ev := e.Apply(&c)
+	runtime.ReadMemStats(&m1)
+	if ev[0].Kind != EvAccepted {
+		t.Fatalf("cancel: %+v", ev[0])
+	}
+	if got, limit := m1.TotalAlloc-m0.TotalAlloc, 32<<maxShift+n*32/20; got > limit {
+		t.Fatalf("first write after a clone allocated %d bytes, want at most %d (a level holds %d)", got, limit, n*32)
+	}
+	if f.StateHash() != before || f.Orders() != n || uint64(e.Orders()) != n-1 {
+		t.Fatalf("frozen view changed: %d orders, hash %x, was %x", f.Orders(), f.StateHash(), before)
+	}
+	if err := e.Check(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -13,28 +13,43 @@
 //
 // # Books
 //
-// Each side of a book is a B-tree (github.com/google/btree) holding orders by
-// value, keyed by price then arrival sequence, so a walk reads memory in
-// order and a clone costs O(1). Per-level totals (quantity, order count) live
-// in a second B-tree per side, updated on every change, so top-N depth costs
-// O(N levels) however crowded a level is. Armed stop orders live in trigger
-// trees per instrument and side, keyed by reference, stop price and arrival.
-// An index maps each live order id to where its order sits.
+// Each side of a book is a B-tree (github.com/google/btree) of price
+// levels, best first, and a map from price to level. A level holds its
+// totals (quantity, order count) and its resting orders in arrival order,
+// in a FIFO of fixed-size order slots grouped in chunks: a new order is
+// appended at the tail, a cancel leaves a tombstone in O(1), and a level
+// whose slots become sparse, or that outgrows its chunk size, is rebuilt
+// (amortized O(1) per order). An index maps each live order id to its
+// level (by price) and slot, so a cancel costs a hash lookup, a map lookup
+// and a tombstone, however crowded the level; top-N depth costs O(N levels).
+// Armed stop orders live in trigger trees per instrument and side, keyed by
+// reference, stop price and arrival.
 //
-// A resting order takes 32 bytes in its tree (price as ticks above the
-// band floor, a dense account number, id, quantity, and the arrival
-// sequence packed with its flags) and 24 bytes in the index, a segmented
-// open-addressing table, which with the trees' slack comes to under 100 B
-// of heap per resting order (docs/performance.md). Tree nodes come from free lists and levels
-// from a pool, so the matching path allocates nothing in steady state.
+// A clone copies each book's trees lazily (google/btree's copy-on-write)
+// and shares the levels and chunks: a level or chunk created before the
+// latest clone is never written again; the writer copies it first (a
+// level's chunk list, then the one chunk it writes), so [Engine.Clone]
+// costs O(instruments) and the first write to a level after a clone a
+// bounded copy. A walk (snapshot, state hash, partition) reads the levels'
+// chunks in order; a restore of the sorted stream lays each level's orders
+// out in its chunks in one pass.
+//
+// A resting order takes a 32-byte slot (price as ticks above the band
+// floor, a dense account number, id, quantity, and the arrival sequence
+// packed with its flags) and 24 bytes in the index, a segmented
+// open-addressing table; with the chunk lists, the unused slots of each
+// level's last chunk, level headers and the index's load factor it comes to
+// about 90-105 B of heap per resting order at 1M orders (docs/performance.md). Tree nodes come from free lists; levels, chunk
+// buffers and chunk lists from pools refilled in slabs, so the matching
+// path allocates nothing in steady state.
 //
 // Why google/btree and not tidwall/btree: tidwall is faster at bulk
 // loading sorted input, at walking and at cutting by rank (GetAt against a
 // walk), but it has no node free list, so a steady mix of commands
 // allocates on every node split, where google/btree allocates nothing. The
-// matching path comes first; restore pays for it (one ReplaceOrInsert per
-// order). bench/btreecmp compares the two; docs/performance.md has the
-// figures.
+// price tree holds levels, not orders, so it is small and a restore
+// inserts each level once. bench/btreecmp compares the two;
+// docs/performance.md has the figures.
 //
 // # Limits
 //

@@ -6,9 +6,11 @@ import (
 	"github.com/matchlog/matchlog/internal/invariants"
 )
 
-// loc says where a live order sits: enough to build its tree key, in 16
-// bytes. sk carries side, armed and ref bits; px is the order's price in
-// ticks, or for an armed order its stop price in ticks.
+// loc says where a live order sits, in 16 bytes. For an armed order, sk is
+// its trigger-tree key (sequence and flags) and px its stop price in ticks.
+// For a resting order, px is its price in ticks (which names its level) and
+// sk holds its slot number in the level where an armed order's sequence
+// would be, above the same flag bits (see restLoc).
 type loc struct {
 	sk   uint64
 	px   uint32
@@ -18,6 +20,16 @@ type loc struct {
 func (l loc) side() Side      { return skSide(l.sk) }
 func (l loc) armed() bool     { return l.sk&skArmed != 0 }
 func (l loc) ref() TriggerRef { return TriggerRef(l.sk>>skRef) & 3 }
+
+// slot returns a resting order's slot number in its level.
+func (l loc) slot() uint64 { return l.sk >> skSeqPos }
+
+// restLoc is the index entry of a resting order with key sk at slot s of
+// its level.
+func restLoc(s, sk uint64, px, inst uint32) loc {
+	return loc{sk: s<<skSeqPos | sk&(1<<skSeqPos-1), px: px, inst: inst}
+}
+
 func triggerSK(seq uint64, stp STP, post bool, side Side, ref TriggerRef) uint64 {
 	return packSK(seq, stp, post, side) | skArmed | uint64(ref)<<skRef
 }
@@ -25,9 +37,9 @@ func triggerSK(seq uint64, stp STP, post bool, side Side, ref TriggerRef) uint64
 // touch is a price level changed by the current command, with its latest
 // totals.
 type touch struct {
-	b    *book
-	side Side
-	l    level
+	b                 *book
+	side              Side
+	price, qty, count int64
 }
 
 // Engine is a matching engine: many instruments, each with its own book.
@@ -49,6 +61,7 @@ type Engine struct {
 	events  []Event
 	touched []touch
 	scratch []order
+	rbuf    []order // a level's live orders, while it is rebuilt
 	tscr    []trigger
 	srcs    []srcMark
 }
@@ -84,7 +97,7 @@ func (e *Engine) acct(account uint64) uint32 {
 func (e *Engine) Orders() int {
 	n := 0
 	for _, b := range e.books {
-		n += b.orders[0].Len() + b.orders[1].Len()
+		n += b.n[0] + b.n[1]
 	}
 	return n
 }
@@ -101,13 +114,18 @@ func (e *Engine) HighWater(source uint64) (uint64, bool) {
 func (e *Engine) Triggers() int { return e.index.Len() - e.Orders() }
 
 // Depth appends up to n levels of one side of an instrument's book to dst,
-// best first, and returns it. It costs O(n) levels, never a walk of orders.
+// best first, and returns it. It costs O(n) levels (and the empty levels
+// kept among them, see book.emptied), never a walk of orders.
 func (e *Engine) Depth(instrument uint32, side Side, n int, dst []Level) []Level {
 	b := e.byID[instrument]
 	if b == nil || (side != Buy && side != Sell) || n <= 0 {
 		return dst
 	}
-	b.levels[sideIndex(side)].Ascend(func(l *level) bool {
+	b.levels[sideIndex(side)].Ascend(func(it lvl) bool {
+		l := it.l
+		if l.count == 0 {
+			return true
+		}
 		dst = append(dst, Level{Price: l.price, Qty: l.qty, Count: l.count})
 		n--
 		return n > 0
@@ -175,23 +193,89 @@ func (e *Engine) accept(orderID uint64) {
 	e.emit(Event{Kind: EvAccepted, Instrument: e.cmd.Instrument, OrderID: orderID})
 }
 
-// changeLevel changes a level's totals by dq and dc and notes the level as
-// touched by the current command, for its Depth event.
-func (e *Engine) changeLevel(b *book, side Side, price, dq, dc int64) {
-	l := b.addLevel(&e.lp, sideIndex(side), price, dq, dc)
+// touch notes a level's new totals as changed by the current command, for
+// its Depth event.
+func (e *Engine) touch(b *book, side Side, price, qty, count int64) {
 	for i := range e.touched {
 		t := &e.touched[i]
-		if t.l.price == price && t.side == side && t.b == b {
-			t.l = l
+		if t.price == price && t.side == side && t.b == b {
+			t.qty, t.count = qty, count
 			return
 		}
 	}
-	e.touched = append(e.touched, touch{b: b, side: side, l: l})
+	e.touched = append(e.touched, touch{b: b, side: side, price: price, qty: qty, count: count})
+}
+
+// rest appends o, a new resting order at price, to its level on side
+// side, creating the level if needed.
+func (e *Engine) restOrder(b *book, side Side, price int64, o order) {
+	si := sideIndex(side)
+	l := b.wlevel(&e.lp, si, price)
+	switch {
+	case l == nil:
+		l = b.addLevel(&e.lp, si, price)
+	case l.count == 0:
+		b.empty[si]--
+		e.lp.empties--
+	}
+	s := e.lp.push(l, o)
+	b.n[si]++
+	e.index.put(o.id, restLoc(s, o.sk, o.px(), b.id))
+	e.touch(b, side, price, l.qty, l.count)
+	if l.needsRebuild() {
+		e.rebuild(b, l)
+	}
+}
+
+// unrest removes the resting order at slot s of l, a writable level of
+// side side, with its index entry, and returns the order. l may be gone or
+// recycled afterwards (see book.emptied).
+func (e *Engine) unrest(b *book, side Side, l *level, s uint64) order {
+	si := sideIndex(side)
+	o := e.lp.pop(l, s)
+	b.n[si]--
+	e.index.del(o.id)
+	e.touch(b, side, l.price, l.qty, l.count)
+	switch {
+	case l.count == 0:
+		b.emptied(&e.lp, si, l)
+	case l.needsRebuild():
+		e.rebuild(b, l)
+	}
+	return o
+}
+
+// setQty sets the quantity of the live order at slot s of l, a writable
+// level of side side.
+func (e *Engine) setQty(b *book, side Side, l *level, s uint64, qty int64) {
+	ws := e.lp.wslot(l, s)
+	l.qty += qty - ws.qty
+	ws.qty = qty
+	e.touch(b, side, l.price, l.qty, l.count)
+}
+
+// rebuild copies the live orders of l, a writable level, into new chunks
+// sized for their number, from slot 0, and rewrites their index entries.
+func (e *Engine) rebuild(b *book, l *level) {
+	e.rbuf = e.rbuf[:0]
+	l.walk(l.head, l.next, func(o order) bool {
+		e.rbuf = append(e.rbuf, o)
+		return true
+	})
+	for i := range l.chunks {
+		e.lp.release(&l.chunks[i], l.shift)
+	}
+	l.chunks = l.chunks[:0]
+	l.qty, l.count = 0, 0
+	e.lp.fill(l, e.rbuf, shiftFor(len(e.rbuf)))
+	for i, o := range e.rbuf {
+		e.index.put(o.id, restLoc(uint64(i), o.sk, o.px(), b.id))
+	}
 }
 
 func (e *Engine) flushDepth() {
 	for _, t := range e.touched {
-		e.emit(Event{Kind: EvDepth, Instrument: t.b.id, Side: t.side, Price: t.l.price, Qty: t.l.qty, Count: t.l.count})
+		e.emit(Event{Kind: EvDepth, Instrument: t.b.id, Side: t.side, Price: t.price, Qty: t.qty, Count: t.count})
 	}
 	e.touched = e.touched[:0]
 }
@@ -353,18 +437,16 @@ func (e *Engine) cancel(c *Command) Reason {
 		e.cancelTrigger(b, l.side(), &t, CxlRequested)
 		return ReasonNone
 	}
-	o, _ := b.orders[sideIndex(l.side())].Delete(order{pa: pxAcct(l.px, 0), sk: l.sk})
-	e.removed(b, l.side(), &o, o.qty, CxlRequested)
+	side := l.side()
+	lv := b.wlevel(&e.lp, sideIndex(side), b.price(l.px))
+	o := e.unrest(b, side, lv, l.slot())
+	e.cancelled(b, side, &o, CxlRequested)
 	return ReasonNone
 }
 
-// removed finishes the removal of a resting order that has already left its
-// side tree: index, level totals, depth touch and the Cancelled event.
-func (e *Engine) removed(b *book, side Side, o *order, qty int64, why Reason) {
-	e.index.del(o.id)
-	price := b.price(o.px())
-	e.changeLevel(b, side, price, -qty, -1)
-	e.emit(Event{Kind: EvCancelled, Instrument: b.id, OrderID: o.id, Side: side, Price: price, Qty: qty, Reason: why})
+// cancelled emits the Cancelled event of a resting order o removed whole.
+func (e *Engine) cancelled(b *book, side Side, o *order, why Reason) {
+	e.emit(Event{Kind: EvCancelled, Instrument: b.id, OrderID: o.id, Side: side, Price: b.price(o.px()), Qty: o.qty, Reason: why})
 }
 
 func (e *Engine) cancelTrigger(b *book, side Side, t *trigger, why Reason) {
@@ -386,37 +468,31 @@ func (e *Engine) modify(c *Command) Reason {
 	if r := b.checkPrice(c.Price); r != ReasonNone {
 		return r
 	}
-	// Take the order out first: the common case (a move) needs it out, and
-	// a late reject puts it back unchanged.
 	side := l.side()
 	si := sideIndex(side)
-	o, _ := b.orders[si].Delete(order{pa: pxAcct(l.px, 0), sk: l.sk})
-	price := b.price(o.px())
+	price := b.price(l.px)
+	lv := b.lmap[si][price]
+	o := *lv.at(l.slot())
 	if c.Price == price && c.Qty == o.qty {
-		b.orders[si].ReplaceOrInsert(o)
 		return RejNoChange
 	}
 	if o.post() && c.Price != price && b.wouldCross(side, c.Price) {
-		b.orders[si].ReplaceOrInsert(o)
 		return RejPostOnlyWouldCross
 	}
 	e.accept(c.OrderID)
 	e.emit(Event{Kind: EvReplaced, Instrument: b.id, OrderID: o.id, Side: side, Price: c.Price, Qty: c.Qty})
+	lv = b.writable(&e.lp, si, lv)
 	if c.Price == price && c.Qty < o.qty {
-		e.changeLevel(b, side, price, c.Qty-o.qty, 0)
-		o.qty = c.Qty
-		b.orders[si].ReplaceOrInsert(o)
+		e.setQty(b, side, lv, l.slot(), c.Qty)
 		return ReasonNone
 	}
-	// The index entry stays while the order matches as a taker (only makers
-	// are looked up meanwhile): rest overwrites it, or it goes below.
-	e.changeLevel(b, side, price, -o.qty, -1)
+	// Out of its level before it matches as a taker: it loses its place
+	// and gets a new sequence.
+	e.unrest(b, side, lv, l.slot())
 	seq := e.nextSeq
 	e.nextSeq++
 	tk := e.newTaker(b, side, false, GTC, c.Price, order{sk: packSK(seq, o.stp(), o.post(), side), id: o.id, pa: pxAcct(0, o.acct()), qty: c.Qty})
-	if !e.take(b, &tk) {
-		e.index.del(o.id)
-	}
+	e.take(b, &tk)
 	e.runTriggers(b)
 	return ReasonNone
 }
@@ -439,16 +515,20 @@ func (e *Engine) massCancelBook(b *book, account uint64) {
 	for si := range 2 {
 		side := Side(si + 1)
 		e.scratch = e.scratch[:0]
-		b.orders[si].Ascend(func(o order) bool {
-			if account == 0 || (known && o.acct() == acct) {
-				e.scratch = append(e.scratch, o)
-			}
-			return true
-		})
+		if account == 0 || known {
+			b.walkOrders(si, func(o order) bool {
+				if account == 0 || o.acct() == acct {
+					e.scratch = append(e.scratch, o)
+				}
+				return true
+			})
+		}
 		for i := range e.scratch {
 			o := &e.scratch[i]
-			b.orders[si].Delete(*o)
-			e.removed(b, side, o, o.qty, CxlMassCancel)
+			l, _ := e.index.get(o.id) // its slot may change as its level is rebuilt
+			lv := b.wlevel(&e.lp, si, b.price(o.px()))
+			e.unrest(b, side, lv, l.slot())
+			e.cancelled(b, side, o, CxlMassCancel)
 		}
 	}
 	for si := range 2 {

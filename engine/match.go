@@ -63,10 +63,7 @@ func (e *Engine) cancelTaker(b *book, t *taker, why Reason) {
 }
 
 func (e *Engine) rest(b *book, t *taker) {
-	si := sideIndex(t.side)
-	b.orders[si].ReplaceOrInsert(t.o)
-	e.index.put(t.o.id, loc{sk: t.o.sk, px: t.o.px(), inst: b.id})
-	e.changeLevel(b, t.side, t.limit, t.o.qty, 1)
+	e.restOrder(b, t.side, t.limit, t.o)
 }
 
 // match trades the taker against the opposite side until it is filled, the
@@ -74,26 +71,30 @@ func (e *Engine) rest(b *book, t *taker) {
 func (e *Engine) match(b *book, t *taker) (stopped bool) {
 	ms := opposite(t.side)
 	msi := sideIndex(ms)
-	tree := b.orders[msi]
 	stp := t.o.stp()
 	for t.o.qty > 0 {
-		m, ok := tree.Min()
-		if !ok || !t.reaches(m.px()) {
+		l := b.top(&e.lp, msi)
+		if l == nil {
 			return false
 		}
+		m := *l.at(l.head)
+		if !t.reaches(m.px()) {
+			return false
+		}
+		l = b.writable(&e.lp, msi, l)
 		if stp != STPNone && m.acct() == t.o.acct() {
 			switch stp {
 			case STPCancelNewest:
 				return true
 			case STPCancelOldest, STPCancelBoth:
-				tree.DeleteMin()
-				e.removed(b, ms, &m, m.qty, CxlSelfTrade)
+				e.unrest(b, ms, l, l.head)
+				e.cancelled(b, ms, &m, CxlSelfTrade)
 				if stp == STPCancelBoth {
 					return true
 				}
 			case STPDecrement:
 				q := min(t.o.qty, m.qty)
-				e.reduceMaker(b, ms, &m, q)
+				e.reduceMaker(b, ms, l, &m, q)
 				e.emit(Event{Kind: EvCancelled, Instrument: b.id, OrderID: m.id, Side: ms, Price: b.price(m.px()),
 					Qty: q, Remaining: m.qty, Reason: CxlSelfTrade})
 				t.o.qty -= q
@@ -104,7 +105,7 @@ func (e *Engine) match(b *book, t *taker) (stopped bool) {
 		}
 		q := min(t.o.qty, m.qty)
 		t.o.qty -= q
-		e.reduceMaker(b, ms, &m, q)
+		e.reduceMaker(b, ms, l, &m, q)
 		price := b.price(m.px())
 		b.lastTrade = price
 		e.emit(Event{Kind: EvTrade, Instrument: b.id, OrderID: t.o.id, Maker: m.id, Side: t.side, Price: price,
@@ -113,18 +114,15 @@ func (e *Engine) match(b *book, t *taker) (stopped bool) {
 	return false
 }
 
-// reduceMaker takes q off the best order m of side ms (m is the tree's
-// minimum), removing it when it reaches zero.
-func (e *Engine) reduceMaker(b *book, ms Side, m *order, q int64) {
-	msi := sideIndex(ms)
+// reduceMaker takes q off the best order m of side ms (the order at the
+// head of l, the side's best level, writable), removing it when it reaches
+// zero.
+func (e *Engine) reduceMaker(b *book, ms Side, l *level, m *order, q int64) {
 	m.qty -= q
 	if m.qty == 0 {
-		b.orders[msi].DeleteMin()
-		e.index.del(m.id)
-		e.changeLevel(b, ms, b.price(m.px()), -q, -1)
+		e.unrest(b, ms, l, l.head)
 	} else {
-		b.orders[msi].ReplaceOrInsert(*m)
-		e.changeLevel(b, ms, b.price(m.px()), -q, 0)
+		e.setQty(b, ms, l, l.head, m.qty)
 	}
 }
 
@@ -137,7 +135,8 @@ func (e *Engine) fillable(b *book, t *taker) bool {
 	need := t.o.qty
 	stp := t.o.stp()
 	if stp == STPNone {
-		b.levels[msi].Ascend(func(l *level) bool {
+		b.levels[msi].Ascend(func(it lvl) bool {
+			l := it.l
 			if !t.market && !crosses(t.side, t.limit, l.price) {
 				return false
 			}
@@ -147,7 +146,7 @@ func (e *Engine) fillable(b *book, t *taker) bool {
 		return need <= 0
 	}
 	ok := false
-	b.orders[msi].Ascend(func(m order) bool {
+	b.walkOrders(msi, func(m order) bool {
 		if !t.reaches(m.px()) {
 			return false
 		}

@@ -1,6 +1,6 @@
 package engine
 
-import "math"
+import "github.com/google/btree"
 
 // The resting-order stream is a run of segments, one per (instrument, side)
 // in stream order. A cut is a point in that run: a segment and the first key
@@ -33,8 +33,8 @@ func (s *state) seg(i int) (*book, int) { return s.books[i/2], i % 2 }
 // Partitions cuts the view's resting orders into at most n ordered
 // partitions of about equal size. Cuts are found from the level totals, so
 // cutting costs O(levels), never a walk of orders; a level larger than a
-// partition is cut inside by interpolating arrival sequences between its
-// first and last order. An empty book gives no partitions.
+// partition is cut inside at the exact rank, found from its chunks' live
+// counts (O(chunks) of that level). An empty book gives no partitions.
 func (f *Frozen) Partitions(n int) []Partition { return f.AppendPartitions(nil, n) }
 
 // AppendPartitions is [Frozen.Partitions] appending to dst: with enough
@@ -63,7 +63,8 @@ func (f *Frozen) AppendPartitions(dst []Partition, n int) []Partition {
 	}
 	for si := 0; si < st.segments() && parts() < n; si++ {
 		b, side := st.seg(si)
-		b.levels[side].Ascend(func(l *level) bool {
+		b.levels[side].Ascend(func(it lvl) bool {
+			l := it.l
 			cnt := uint64(l.count)
 			var used uint64 // orders of this level already placed before a cut
 			for acc+cnt-used > target && parts() < n {
@@ -95,36 +96,73 @@ func (f *Frozen) AppendPartitions(dst []Partition, n int) []Partition {
 	return dst
 }
 
-// levelCutKey picks the key that leaves about take of the level's orders
-// before it, by interpolating between the arrival sequences of the level's
-// first and last orders. It reports false when the level cannot be cut.
+// levelCutKey returns the key of the level's order of rank take (the first
+// of the next partition). It reports false when the level cannot be cut
+// there.
 func levelCutKey(b *book, side int, l *level, take uint64) (order, bool) {
-	t := b.orders[side]
-	var lo, hi uint64
-	found := false
-	px := b.ticks(l.price)
-	t.AscendGreaterOrEqual(order{pa: pxAcct(px, 0)}, func(o order) bool {
-		lo, found = o.seq(), o.px() == px
-		return false
-	})
-	if !found {
+	if take == 0 || take >= uint64(l.count) {
 		return order{}, false
 	}
-	t.DescendLessOrEqual(order{pa: pxAcct(px, 0), sk: math.MaxUint64}, func(o order) bool {
-		hi = o.seq()
+	o := l.at(l.rankSlot(int64(take)))
+	return order{pa: pxAcct(b.ticks(l.price), 0), sk: o.sk &^ (1<<skSeqPos - 1)}, true
+}
+
+// orderWalk walks the resting orders of one side of a book in price-time
+// order, optionally from a key and up to a key (exclusive); its visit
+// method is the level tree's callback, bound once.
+type orderWalk struct {
+	b              *book
+	buy            bool
+	from, to       order
+	hasFrom, hasTo bool
+	fn             func(order) bool
+	stopped        bool
+}
+
+// after reports whether price ticks px comes after price ticks q in the
+// walk's order.
+func (w *orderWalk) after(px, q uint32) bool {
+	if w.buy {
+		return px < q
+	}
+	return px > q
+}
+
+func (w *orderWalk) visit(it lvl) bool {
+	l := it.l
+	px := w.b.ticks(l.price)
+	if w.hasTo && w.after(px, w.to.px()) {
 		return false
-	})
-	if hi <= lo+1 {
-		return order{}, false
 	}
-	seq := lo + uint64(float64(hi-lo)*float64(take)/float64(l.count))
-	if seq <= lo {
-		seq = lo + 1
+	lo, hi := l.head, l.next
+	if w.hasFrom && px == w.from.px() {
+		lo = l.seek(w.from.sk)
 	}
-	if seq > hi {
-		seq = hi
+	last := w.hasTo && px == w.to.px()
+	if last {
+		hi = l.seek(w.to.sk)
 	}
-	return order{pa: pxAcct(px, 0), sk: seq << skSeqPos}, true
+	if !l.walk(lo, hi, w.fn) {
+		w.stopped = true
+		return false
+	}
+	return !last
+}
+
+func (w *orderWalk) run(t *btree.BTreeG[lvl]) {
+	visit := w.visit
+	if w.hasFrom {
+		t.AscendGreaterOrEqual(lvl{price: w.b.price(w.from.px())}, visit)
+	} else {
+		t.Ascend(visit)
+	}
+}
+
+// walkOrders calls fn with every resting order of side si in price-time
+// order until fn returns false.
+func (b *book) walkOrders(si int, fn func(order) bool) {
+	w := orderWalk{b: b, buy: si == 0, fn: fn}
+	w.run(b.levels[si])
 }
 
 // Emit streams the partition's orders to s in stream order and returns how
@@ -139,19 +177,10 @@ func (p Partition) Emit(s RestingSink) (count, hashSum uint64, err error) {
 	for si := p.from.seg; si <= p.to.seg && si < p.st.segments(); si++ {
 		b, side := p.st.seg(si)
 		w.b, w.side = b, Side(side+1)
-		t := b.orders[side]
-		startWhole := si != p.from.seg || p.from.whole
-		endWhole := si != p.to.seg || p.to.whole
-		switch {
-		case startWhole && endWhole:
-			t.Ascend(fn)
-		case startWhole:
-			t.AscendLessThan(p.to.key, fn)
-		case endWhole:
-			t.AscendGreaterOrEqual(p.from.key, fn)
-		default:
-			t.AscendRange(p.from.key, p.to.key, fn)
-		}
+		ow := orderWalk{b: b, buy: side == 0, fn: fn,
+			hasFrom: si == p.from.seg && !p.from.whole, from: p.from.key,
+			hasTo: si == p.to.seg && !p.to.whole, to: p.to.key}
+		ow.run(b.levels[side])
 		if w.err != nil {
 			return w.n, w.sum, w.err
 		}

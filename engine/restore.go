@@ -21,10 +21,11 @@ var ErrNotEnded = fmt.Errorf("%w: record stream did not end", ErrRestore)
 // again. After the first error every call returns it.
 //
 // Orders and triggers must come in stream order (what [Engine.SnapshotTo]
-// emits); anything else is refused. That order is also the fast path: each
-// record appends at the right end of its tree (a bulk load, no search), and
-// level totals accumulate over each price's run and enter the level tree
-// once.
+// emits); anything else is refused. That order is also the fast path: the
+// orders of each price's run accumulate, and at the run's end the level is
+// built once, its orders laid out in its chunks in one pass, and enters the
+// level tree at its right end; triggers append at the right end of their
+// trees.
 type Restorer struct {
 	e     *Engine
 	st    *Engine // being built
@@ -45,6 +46,7 @@ type Restorer struct {
 	run     level
 	runBook *book
 	runSide int
+	runOrd  []order // the run's orders
 	// Index entries, inserted at the end in cache-friendly batches.
 	ids      indexBatch
 	lastBook *book
@@ -96,6 +98,7 @@ func (r *Restorer) uninstall() {
 	empty, e := New(), r.e
 	e.books, e.byID, e.index, e.hwm, e.nextSeq = empty.books, empty.byID, empty.index, empty.hwm, empty.nextSeq
 	e.accts, e.acctNo = empty.accts, empty.acctNo
+	e.lp.empties = 0
 }
 
 // advance moves to phase p, refusing to go back.
@@ -210,8 +213,8 @@ func (r *Restorer) checkOrder(what string, instrument uint32, side Side, orderID
 	return b, nil
 }
 
-// sortsBefore is lessBid or lessAsk by side, without the call through a
-// function value.
+// sortsBefore reports whether a comes before b in the price-time order of
+// side: price (best first), then arrival sequence.
 func sortsBefore(side Side, a, b order) bool {
 	if a.px() == b.px() {
 		return a.sk < b.sk
@@ -247,17 +250,15 @@ func (r *Restorer) OnResting(instrument uint32, side Side, orderID, account uint
 		return r.fail("resting order %d out of stream order", orderID)
 	}
 	r.prevInst, r.prevSide, r.prevOrder = instrument, side, o
-	r.ids.add(orderID, loc{sk: o.sk, px: o.px(), inst: instrument})
-	b.orders[si].ReplaceOrInsert(o) // in stream order: appends to the rightmost leaf
 	r.n[2]++
 	r.sum += HashResting(instrument, side, orderID, account, price, qty, seq, stp, post)
 	if r.runBook == b && r.runSide == si && r.run.price == price {
-		r.run.qty += qty
-		r.run.count++
+		r.runOrd = append(r.runOrd, o)
 		return nil
 	}
 	r.flushRun()
-	r.runBook, r.runSide, r.run = b, si, level{price: price, qty: qty, count: 1}
+	r.runBook, r.runSide, r.run = b, si, level{price: price}
+	r.runOrd = append(r.runOrd[:0], o)
 	return nil
 }
 
@@ -268,10 +269,13 @@ func (r *Restorer) flushRun() {
 	if r.runBook == nil {
 		return
 	}
-	l := r.e.lp.get(r.run.price)
-	l.qty, l.count = r.run.qty, r.run.count
-	r.runBook.lmap[r.runSide][l.price] = l
-	r.runBook.levels[r.runSide].ReplaceOrInsert(l)
+	b, si := r.runBook, r.runSide
+	l := b.addLevel(&r.e.lp, si, r.run.price)
+	r.e.lp.fill(l, r.runOrd, shiftFor(len(r.runOrd)))
+	b.n[si] += len(r.runOrd)
+	for i, o := range r.runOrd {
+		r.ids.add(o.id, restLoc(uint64(i), o.sk, o.px(), b.id))
+	}
 	r.runBook = nil
 }
 
@@ -326,10 +330,9 @@ func (r *Restorer) OnEnd(sources, instruments, orders, triggers uint64, stateHas
 		return r.fail("order id %d appears twice", id)
 	}
 	for _, b := range r.st.books {
-		bid, okb := b.orders[0].Min()
-		ask, oka := b.orders[1].Min()
-		if okb && oka && bid.px() >= ask.px() {
-			return r.fail("instrument %d: crossed book (bid %d, ask %d)", b.id, b.price(bid.px()), b.price(ask.px()))
+		bid, ask := b.best(0), b.best(1)
+		if bid != nil && ask != nil && bid.price >= ask.price {
+			return r.fail("instrument %d: crossed book (bid %d, ask %d)", b.id, bid.price, ask.price)
 		}
 	}
 	st := r.st
@@ -337,6 +340,7 @@ func (r *Restorer) OnEnd(sources, instruments, orders, triggers uint64, stateHas
 	e := r.e
 	e.books, e.byID, e.index, e.hwm, e.nextSeq = st.books, st.byID, st.index, st.hwm, st.nextSeq
 	e.accts, e.acctNo = st.accts, st.acctNo
+	e.lp.empties = 0 // a restored book keeps no empty level
 	r.phase = phaseDone
 	return nil
 }

@@ -19,7 +19,7 @@ type state struct {
 // orderCount is the number of resting orders and armed triggers.
 func (s *state) counts() (orders, triggers uint64) {
 	for _, b := range s.books {
-		orders += uint64(b.orders[0].Len() + b.orders[1].Len())
+		orders += uint64(b.n[0] + b.n[1])
 		triggers += uint64(b.triggers[0].Len() + b.triggers[1].Len())
 	}
 	return orders, triggers
@@ -99,7 +99,7 @@ func (s *state) emit(sink Sink, withOrders bool) (uint64, error) {
 		w.b = b
 		for si := range 2 {
 			w.side = Side(si + 1)
-			b.orders[si].Ascend(resting)
+			b.walkOrders(si, resting)
 			if w.err != nil {
 				return 0, w.err
 			}
@@ -163,7 +163,7 @@ type Frozen struct {
 // Clone returns a frozen view of the engine's state. Each book's trees are
 // cloned lazily (copy-on-write), so the cost is O(instruments + sources),
 // whatever the number of orders; the writer pays for the copy-on-write as it
-// touches nodes afterwards.
+// touches tree nodes, levels and chunks afterwards (see [level]).
 func (e *Engine) Clone() *Frozen {
 	live := e.liveState()
 	e.lp.epoch++ // every level existing now may be seen by the view
