@@ -240,7 +240,7 @@ const (
 	kill9RollWindow = 4 << 10
 )
 
-// Kill kinds (kill9Stats.kinds).
+// Kill kinds (kill9Tally.Kinds).
 const (
 	killPreload   = "preload"
 	killSnapshot  = "snapshot"
