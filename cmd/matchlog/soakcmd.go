@@ -72,9 +72,11 @@ func runSoak(args []string, stdout, stderr io.Writer) error {
 
 	cfg := kill9Standard()
 	cfg.dir, cfg.seed, cfg.duration, cfg.stop = *dir, *seed, *duration, ctx.Done()
-	// A fifth of the rounds preload (at most kill9PreloadRounds); a
-	// round takes about a second more than its wait.
-	cfg.preloadRounds = int(*duration / (*every + time.Second) / 5)
+	// A fifth of the rounds preload (a round takes about a second more
+	// than its wait), but for at most about 6 s: the preload sends as
+	// fast as the node takes commands, and the log it writes is read
+	// back by every check of the segment it is in.
+	cfg.preloadRounds = min(int(*duration/(*every+time.Second)/5), int(6*time.Second / *every))
 	cfg.sleep = func(rng *rand.Rand) time.Duration {
 		return *every/2 + time.Duration(rng.Int64N(int64(*every)))
 	}
