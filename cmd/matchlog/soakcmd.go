@@ -43,7 +43,8 @@ func runSoak(args []string, stdout, stderr io.Writer) error {
 			"length; and a summary at the end. It stops by itself after --duration (or at\n"+
 			"SIGINT/SIGTERM, after the round under way), waits until every command sent is\n"+
 			"answered, and kills the last node: D is left as a killed node directory (a\n"+
-			"start recovers it).\n"+
+			"start recovers it). D keeps all of its log (about 2 MB a round at this load):\n"+
+			"give it room for the run.\n"+
 			"Exit status 0: every round passed; 1: a check failed (the message names the\n"+
 			"round and what differed; D is kept as the kill left it).\n\n")
 		fs.PrintDefaults()
