@@ -103,10 +103,15 @@ const startGuardWhole = 1 << 20
 // ones by length only (a failed start that grew one is cut back; the
 // bytes a crash repair cut from one are put back from what the archive
 // handed over before cutting them, Node.restoreCuts; any other change
-// inside a large segment cannot be undone, and restore says so).
+// inside a large segment cannot be undone, and restore says so). A
+// segment the recorder prepared ahead of time (archive.PreparedSuffix: a
+// whole segment's length of zeros, never a segment, removed by the
+// archive's recovery) is kept like a segment: reading and summing it
+// whole made every start after a crash past half a segment read one
+// segment length more.
 func captureStart(fsys vfs.FS, subs []string) (*dirState, error) {
 	return captureWith(fsys, subs, func(fsys vfs.FS, p string) (*fileState, error) {
-		if strings.HasSuffix(p, archive.SegmentSuffix) {
+		if strings.HasSuffix(p, archive.SegmentSuffix) || strings.HasSuffix(p, archive.PreparedSuffix) {
 			size, err := fsys.Stat(p)
 			if err != nil {
 				return nil, err

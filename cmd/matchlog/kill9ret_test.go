@@ -49,6 +49,7 @@ func TestKill9Retention(t *testing.T) {
 	rebases := 0
 	var dir string
 	m := kill9Run(t, kill9Config{
+		dir: filepath.Join(t.TempDir(), "node"), seed: *kill9Seed, deletes: true,
 		rounds: rounds, stream: 14, loadRate: 6000, nodeArgs: nodeArgs,
 		kinds: []string{killSnapshot, killLogWrite, killRollOver, killRetention},
 		sleep: func(rng *rand.Rand) time.Duration { return time.Duration(50+rng.IntN(400)) * time.Millisecond },

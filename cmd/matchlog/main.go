@@ -38,6 +38,7 @@ func init() {
 		{"node", "node", "run a node: TCP ingress/egress on 127.0.0.1, until SIGINT/SIGTERM", runNode},
 		{"aeron-node", "aeron-node", "run the engine as the Go service of a real Aeron Cluster member (aeron-go's container), until SIGINT/SIGTERM or driver loss", runAeronNode},
 		{"aeron-client", "aeron-client", "send commands (JSON lines) to the engine on a real Aeron Cluster (aeron-go's cluster client) and print its events", runAeronClient},
+		{"soak", "soak", "kill -9 a node under load again and again for a duration, checking each crash (state hash, acknowledged commands, files); a running tally", runSoak},
 		{"demo", "demo", "the main job: a node on 127.0.0.1, 1M orders preloaded, probes, both snapshots, a restart; a report (--json, --plot)", runDemo},
 		{"client", "client", "send commands (JSON lines) to a running node and print its events; `client depth`: live depth", runClient},
 		{"help", "help [verb [cmd]]", "show this list, or a verb's help (its flags and its JSON output)", runHelp},
