@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -14,6 +15,7 @@ import (
 var (
 	kill9N    = flag.Int("kill9.n", 50, "kill -9 rounds of TestKill9 (10 with -short; 0.5 to 1 s a round, so pass -timeout for hundreds)")
 	kill9Seed = flag.Uint64("kill9.seed", 0, "seed of TestKill9 (0: from the clock, printed)")
+	kill9Seg  = flag.Int("kill9.segment-length", 0, "log segment length of TestKill9's node (0: the node's default); 65536 puts a segment roll-over and term-end padding into most rounds, and the roll-over kind is then required")
 )
 
 // childArgsEnv makes the test binary run the matchlog command line it
@@ -54,5 +56,9 @@ func TestKill9(t *testing.T) {
 	}
 	cfg := kill9Standard()
 	cfg.dir, cfg.seed, cfg.rounds, cfg.preloadRounds = filepath.Join(t.TempDir(), "node"), *kill9Seed, rounds, rounds/5
+	if *kill9Seg > 0 {
+		cfg.nodeArgs = append(cfg.nodeArgs, "--segment-length", strconv.Itoa(*kill9Seg))
+		cfg.kinds = append(cfg.kinds, killRollOver)
+	}
 	kill9Run(t, cfg)
 }
