@@ -98,6 +98,8 @@ type planChecker struct {
 	cat  catalogReader
 	rl   *recordinglog.Log
 	err  error // the first read error
+	// entries is the catalog's entries, decoded at the first lookup.
+	entries []archive.CatalogEntry
 }
 
 func (c *planChecker) readErr(err error) {
@@ -257,7 +259,13 @@ func (c *planChecker) recording(id, from, to int64, what string, snapshot bool) 
 // entry returns the catalog entry of id: the VALID one, else the last.
 func (c *planChecker) entry(id int64) *archive.CatalogEntry {
 	var found *archive.CatalogEntry
-	entries := c.cat.Entries()
+	if c.entries == nil {
+		// Decoded once a check: the catalog holds an entry for every
+		// recording ever made (deleted ones too), and the check looks up
+		// several.
+		c.entries = c.cat.Entries()
+	}
+	entries := c.entries
 	for i := range entries {
 		if e := &entries[i]; e.Descriptor.RecordingID == id && (found == nil || e.State == archive.StateValid || found.State != archive.StateValid) {
 			found = e
