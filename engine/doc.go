@@ -31,7 +31,9 @@
 // level's chunk list, then the one chunk it writes), so [Engine.Clone]
 // costs O(instruments) and the first write to a level after a clone a
 // bounded copy. A walk (snapshot, state hash, partition) reads the levels'
-// chunks in order; a restore of the sorted stream lays each level's orders
+// chunks in order, prefetching each level's header, chunk list and chunks
+// a few levels ahead (on amd64; a level's memory is three dependent cache
+// misses away from its tree item in a book grown in random order); a restore of the sorted stream lays each level's orders
 // out in its chunks in one pass.
 //
 // A resting order takes a 32-byte slot (price as ticks above the band
