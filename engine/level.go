@@ -164,7 +164,13 @@ const listClasses = 14
 // from the pool when it can, and pools the old one: the writer's level
 // owns its list (a frozen view's level has a list of its own).
 func (p *levelPool) grow(l *level) {
-	c := max(4, 2*cap(l.chunks))
+	p.relist(l, max(4, 2*cap(l.chunks)))
+}
+
+// relist gives l, the writer's, a chunk list of capacity c (a power of two,
+// at least 4 and len(l.chunks)) holding its chunks, from the pool when it
+// can, and pools the old one.
+func (p *levelPool) relist(l *level, c int) {
 	k := bits.Len(uint(c>>2)) - 1
 	var nl []chunk
 	if k < listClasses {
@@ -190,6 +196,17 @@ func (p *levelPool) grow(l *level) {
 			p.lists[k] = append(p.lists[k], old[:0])
 		}
 	}
+}
+
+// listCap returns the chunk-list capacity a level of n chunks is given
+// when it is laid out afresh: the smallest power of two, at least 4, that
+// holds n.
+func listCap(n int) int {
+	c := 4
+	for c < n {
+		c *= 2
+	}
+	return c
 }
 
 func classOf(shift uint8) int { return int(shift-minShift) / shiftStep }
@@ -357,8 +374,15 @@ func (p *levelPool) pop(l *level, s uint64) order {
 // fill lays the orders out in l, which must be the writer's and hold no
 // chunks, from slot 0 in chunks of 1<<shift slots, adding them to the
 // totals.
+//
+// l's chunk list is first fitted to the chunks the orders need (see
+// listCap), so a level that grew a long list at a smaller chunk size does
+// not keep it: a list entry is 40 bytes a chunk.
 func (p *levelPool) fill(l *level, orders []order, shift uint8) {
 	l.shift, l.first, l.head, l.next = shift, 0, 0, 0
+	if c := listCap((len(orders) + 1<<shift - 1) >> shift); cap(l.chunks) != c {
+		p.relist(l, c)
+	}
 	for len(orders) > 0 {
 		b := p.buf(shift)
 		n := copy(b, orders)
