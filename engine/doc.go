@@ -41,7 +41,7 @@
 // packed with its flags) and 24 bytes in the index, a segmented
 // open-addressing table; with the chunk lists, the unused slots of each
 // level's last chunk, level headers and the index's load factor it comes to
-// about 85-95 B of heap per resting order at 1M orders (docs/performance.md). Tree nodes come from free lists; levels, chunk
+// about 80-86 B of heap per resting order at 1M orders (docs/performance.md). Tree nodes come from free lists; levels, chunk
 // buffers and chunk lists from pools refilled in slabs, so the matching
 // path allocates nothing in steady state.
 //

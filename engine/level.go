@@ -237,8 +237,24 @@ func (p *levelPool) buf(shift uint8) []order {
 
 // release gives c's buffer back if the writer owns it.
 func (p *levelPool) release(c *chunk, shift uint8) {
+	p.releaseUpTo(c, shift, maxFreeBufs(shift))
+}
+
+// growKeepBufs bounds the free list of a chunk size when a level that moves
+// to larger chunks gives back its smaller ones. A slab stays allocated
+// while any one of its buffers is referenced, and a growing book releases
+// the small buffers of every level it grows, scattered over many slabs: a
+// free list kept at its full bound then pins one slab a buffer (at 1M
+// orders, about 8 B of heap per resting order). Other releases (a level
+// emptied, dropped, or rebuilt at its size) keep the full bound, so the
+// mix's steady state still allocates nothing.
+const growKeepBufs = 256
+
+// releaseUpTo gives c's buffer back if the writer owns it and the free
+// list of its size holds fewer than limit buffers.
+func (p *levelPool) releaseUpTo(c *chunk, shift uint8, limit int) {
 	fl := &p.bufs[classOf(shift)]
-	if c.epoch == p.epoch && len(*fl) < maxFreeBufs(shift) {
+	if c.epoch == p.epoch && len(*fl) < limit {
 		*fl = append(*fl, c.s)
 	}
 	c.s = nil
