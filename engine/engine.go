@@ -262,12 +262,17 @@ func (e *Engine) rebuild(b *book, l *level) {
 		e.rbuf = append(e.rbuf, o)
 		return true
 	})
+	shift := shiftFor(len(e.rbuf))
+	limit := maxFreeBufs(l.shift)
+	if shift > l.shift {
+		limit = min(limit, growKeepBufs)
+	}
 	for i := range l.chunks {
-		e.lp.release(&l.chunks[i], l.shift)
+		e.lp.releaseUpTo(&l.chunks[i], l.shift, limit)
 	}
 	l.chunks = l.chunks[:0]
 	l.qty, l.count = 0, 0
-	e.lp.fill(l, e.rbuf, shiftFor(len(e.rbuf)))
+	e.lp.fill(l, e.rbuf, shift)
 	for i, o := range e.rbuf {
 		e.index.put(o.id, restLoc(uint64(i), o.sk, o.px(), b.id))
 	}

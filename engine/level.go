@@ -164,7 +164,13 @@ const listClasses = 14
 // from the pool when it can, and pools the old one: the writer's level
 // owns its list (a frozen view's level has a list of its own).
 func (p *levelPool) grow(l *level) {
-	c := max(4, 2*cap(l.chunks))
+	p.relist(l, max(4, 2*cap(l.chunks)))
+}
+
+// relist gives l, the writer's, a chunk list of capacity c (a power of two,
+// at least 4 and len(l.chunks)) holding its chunks, from the pool when it
+// can, and pools the old one.
+func (p *levelPool) relist(l *level, c int) {
 	k := bits.Len(uint(c>>2)) - 1
 	var nl []chunk
 	if k < listClasses {
@@ -190,6 +196,17 @@ func (p *levelPool) grow(l *level) {
 			p.lists[k] = append(p.lists[k], old[:0])
 		}
 	}
+}
+
+// listCap returns the chunk-list capacity a level of n chunks is given
+// when it is laid out afresh: the smallest power of two, at least 4, that
+// holds n.
+func listCap(n int) int {
+	c := 4
+	for c < n {
+		c *= 2
+	}
+	return c
 }
 
 func classOf(shift uint8) int { return int(shift-minShift) / shiftStep }
@@ -220,8 +237,24 @@ func (p *levelPool) buf(shift uint8) []order {
 
 // release gives c's buffer back if the writer owns it.
 func (p *levelPool) release(c *chunk, shift uint8) {
+	p.releaseUpTo(c, shift, maxFreeBufs(shift))
+}
+
+// growKeepBufs bounds the free list of a chunk size when a level that moves
+// to larger chunks gives back its smaller ones. A slab stays allocated
+// while any one of its buffers is referenced, and a growing book releases
+// the small buffers of every level it grows, scattered over many slabs: a
+// free list kept at its full bound then pins one slab a buffer (at 1M
+// orders, about 8 B of heap per resting order). Other releases (a level
+// emptied, dropped, or rebuilt at its size) keep the full bound, so the
+// mix's steady state still allocates nothing.
+const growKeepBufs = 256
+
+// releaseUpTo gives c's buffer back if the writer owns it and the free
+// list of its size holds fewer than limit buffers.
+func (p *levelPool) releaseUpTo(c *chunk, shift uint8, limit int) {
 	fl := &p.bufs[classOf(shift)]
-	if c.epoch == p.epoch && len(*fl) < maxFreeBufs(shift) {
+	if c.epoch == p.epoch && len(*fl) < limit {
 		*fl = append(*fl, c.s)
 	}
 	c.s = nil
@@ -357,8 +390,15 @@ func (p *levelPool) pop(l *level, s uint64) order {
 // fill lays the orders out in l, which must be the writer's and hold no
 // chunks, from slot 0 in chunks of 1<<shift slots, adding them to the
 // totals.
+//
+// l's chunk list is first fitted to the chunks the orders need (see
+// listCap), so a level that grew a long list at a smaller chunk size does
+// not keep it: a list entry is 40 bytes a chunk.
 func (p *levelPool) fill(l *level, orders []order, shift uint8) {
 	l.shift, l.first, l.head, l.next = shift, 0, 0, 0
+	if c := listCap((len(orders) + 1<<shift - 1) >> shift); cap(l.chunks) != c {
+		p.relist(l, c)
+	}
 	for len(orders) > 0 {
 		b := p.buf(shift)
 		n := copy(b, orders)

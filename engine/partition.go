@@ -110,6 +110,14 @@ func levelCutKey(b *book, side int, l *level, take uint64) (order, bool) {
 // orderWalk walks the resting orders of one side of a book in price-time
 // order, optionally from a key and up to a key (exclusive); its visit
 // method is the level tree's callback, bound once.
+//
+// A level's memory is three dependent loads away from the tree item (the
+// level, its chunk list, the chunks), each a likely cache miss in a book
+// grown in random order. So the walk is a pipeline: visit admits a level
+// and prefetches its header, prefetches the chunk list of the level
+// admitted before it and the chunks of the one before that, and walks the
+// orders of the level admitted walkLag levels earlier, whose memory has
+// had the time of walkLag levels' orders to arrive.
 type orderWalk struct {
 	b              *book
 	buy            bool
@@ -117,7 +125,20 @@ type orderWalk struct {
 	hasFrom, hasTo bool
 	fn             func(order) bool
 	stopped        bool
+	// q holds the levels admitted and not yet walked, the k-th admitted
+	// at q[k&(len(q)-1)]; k counts the levels admitted. A ring, not a
+	// shifted array: escape analysis would take a copy within q for a
+	// leak of everything the walk points to.
+	q [4]*level
+	k uint
 }
+
+// walkLag is the depth of the walk's pipeline, in levels.
+const walkLag = 3
+
+// prefetchChunkBytes bounds the bytes of one level's chunks the walk
+// prefetches ahead.
+const prefetchChunkBytes = 2048
 
 // after reports whether price ticks px comes after price ticks q in the
 // walk's order.
@@ -129,24 +150,50 @@ func (w *orderWalk) after(px, q uint32) bool {
 }
 
 func (w *orderWalk) visit(it lvl) bool {
-	l := it.l
-	px := w.b.ticks(l.price)
+	px := w.b.ticks(it.price)
 	if w.hasTo && w.after(px, w.to.px()) {
 		return false
 	}
+	prefetchLevel(it.l, 2*64)
+	const mask = uint(len(w.q) - 1)
+	if l := w.q[(w.k-1)&mask]; l != nil && len(l.chunks) > 0 {
+		prefetchChunks(&l.chunks[0], len(l.chunks)*40)
+	}
+	if l := w.q[(w.k-2)&mask]; l != nil {
+		budget := prefetchChunkBytes
+		for i := range l.chunks {
+			n := min(budget, len(l.chunks[i].s)*32)
+			if n == 0 {
+				break
+			}
+			prefetchOrders(&l.chunks[i].s[0], n)
+			budget -= n
+		}
+	}
+	if l := w.q[(w.k-walkLag)&mask]; l != nil && !w.level(l) {
+		return false
+	}
+	w.q[w.k&mask] = it.l
+	w.k++
+	return !(w.hasTo && px == w.to.px())
+}
+
+// level walks the orders of l that lie in the walk's range; it reports
+// false once fn has.
+func (w *orderWalk) level(l *level) bool {
+	px := w.b.ticks(l.price)
 	lo, hi := l.head, l.next
 	if w.hasFrom && px == w.from.px() {
 		lo = l.seek(w.from.sk)
 	}
-	last := w.hasTo && px == w.to.px()
-	if last {
+	if w.hasTo && px == w.to.px() {
 		hi = l.seek(w.to.sk)
 	}
 	if !l.walk(lo, hi, w.fn) {
 		w.stopped = true
 		return false
 	}
-	return !last
+	return true
 }
 
 func (w *orderWalk) run(t *btree.BTreeG[lvl]) {
@@ -156,6 +203,12 @@ func (w *orderWalk) run(t *btree.BTreeG[lvl]) {
 	} else {
 		t.Ascend(visit)
 	}
+	for i := uint(walkLag); i > 0 && !w.stopped; i-- {
+		if l := w.q[(w.k-i)&uint(len(w.q)-1)]; l != nil {
+			w.level(l)
+		}
+	}
+	w.q, w.k = [4]*level{}, 0
 }
 
 // walkOrders calls fn with every resting order of side si in price-time
