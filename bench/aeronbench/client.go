@@ -115,7 +115,7 @@ func (c *client) connect(timeout time.Duration) error {
 	opts.IngressEndpoints = c.endpoints
 	opts.EgressChannel = "aeron:udp?endpoint=127.0.0.1:0"
 	opts.IdleStrategy = idlestrategy.Sleeping{SleepFor: 100 * time.Microsecond}
-	ac, err := newAeronCluster(ctx, opts, c)
+	ac, err := aeronhost.NewClusterClient(ctx, opts, c)
 	if err != nil {
 		return err
 	}
@@ -134,17 +134,6 @@ func (c *client) connect(timeout time.Duration) error {
 	}
 	c.ac = ac
 	return nil
-}
-
-// newAeronCluster is aeron-go's NewAeronCluster, its panics turned into
-// errors.
-func newAeronCluster(ctx *aeron.Context, opts *aclient.Options, l aclient.EgressListener) (ac *aclient.AeronCluster, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			ac, err = nil, fmt.Errorf("aeron-go: %v", r)
-		}
-	}()
-	return aclient.NewAeronCluster(ctx, opts, l)
 }
 
 func (c *client) close() {

@@ -153,7 +153,7 @@ func aeronClientSend(f *aeronClientFlags, stdout io.Writer) (err error) {
 	if err := aeronhost.WaitForDriver(context.Background(), f.aeronDir, f.driverTimeout); err != nil {
 		return err
 	}
-	ac, err := newAeronClusterClient(ctx, opts, out)
+	ac, err := aeronhost.NewClusterClient(ctx, opts, out)
 	if err != nil {
 		return fmt.Errorf("aeron-client: media driver %s: %w", ctx.CncFileName(), err)
 	}
@@ -215,15 +215,4 @@ func aeronClientSend(f *aeronClientFlags, stdout io.Writer) (err error) {
 		return readErr
 	}
 	return nil
-}
-
-// newAeronClusterClient is aeron-go's NewAeronCluster, its panics turned
-// into errors.
-func newAeronClusterClient(ctx *aeron.Context, opts *aclient.Options, l aclient.EgressListener) (ac *aclient.AeronCluster, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			ac, err = nil, fmt.Errorf("aeron-go: %v", r)
-		}
-	}()
-	return aclient.NewAeronCluster(ctx, opts, l)
 }
