@@ -476,7 +476,7 @@ func (e *Engine) modify(c *Command) Reason {
 	side := l.side()
 	si := sideIndex(side)
 	price := b.price(l.px)
-	lv := b.lmap[si][price]
+	lv := b.lmap[si].get(price)
 	o := *lv.at(l.slot())
 	if c.Price == price && c.Qty == o.qty {
 		return RejNoChange
