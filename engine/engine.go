@@ -171,10 +171,11 @@ func (e *Engine) Apply(c *Command) []Event {
 		if c.Kind == CmdNewOrder || c.Kind == CmdCancel || c.Kind == CmdModify {
 			id = c.OrderID
 		}
-		e.emit(Event{Kind: EvRejected, Instrument: c.Instrument, OrderID: id, Reason: r})
+		ev := e.event(EvRejected, c.Instrument)
+		ev.OrderID, ev.Reason = id, r
 	}
 	e.flushDepth()
-	e.emit(Event{Kind: EvRelease, Instrument: c.Instrument})
+	e.event(EvRelease, c.Instrument)
 	e.cmd = nil
 	if invariants.Enabled {
 		if err := e.Check(); err != nil {
@@ -184,13 +185,27 @@ func (e *Engine) Apply(c *Command) []Event {
 	return e.events
 }
 
-func (e *Engine) emit(ev Event) {
-	ev.Source, ev.Seq = e.cmd.Source, e.cmd.Seq
-	e.events = append(e.events, ev)
+// event appends an event of the current command and returns it for the
+// caller to fill in. It writes the event in place: an Event built on the
+// stack and copied in would be written with narrow stores and read back
+// with wide loads, a store-forwarding stall per event on the path of every
+// command.
+func (e *Engine) event(kind EventKind, instrument uint32) *Event {
+	n := len(e.events)
+	if n == cap(e.events) {
+		e.events = append(e.events, Event{})
+	} else {
+		e.events = e.events[:n+1]
+	}
+	ev := &e.events[n]
+	*ev = Event{}
+	ev.Kind, ev.Instrument, ev.Source, ev.Seq = kind, instrument, e.cmd.Source, e.cmd.Seq
+	return ev
 }
 
 func (e *Engine) accept(orderID uint64) {
-	e.emit(Event{Kind: EvAccepted, Instrument: e.cmd.Instrument, OrderID: orderID})
+	ev := e.event(EvAccepted, e.cmd.Instrument)
+	ev.OrderID = orderID
 }
 
 // touch notes a level's new totals as changed by the current command, for
@@ -280,7 +295,8 @@ func (e *Engine) rebuild(b *book, l *level) {
 
 func (e *Engine) flushDepth() {
 	for _, t := range e.touched {
-		e.emit(Event{Kind: EvDepth, Instrument: t.b.id, Side: t.side, Price: t.price, Qty: t.qty, Count: t.count})
+		ev := e.event(EvDepth, t.b.id)
+		ev.Side, ev.Price, ev.Qty, ev.Count = t.side, t.price, t.qty, t.count
 	}
 	e.touched = e.touched[:0]
 }
@@ -451,12 +467,14 @@ func (e *Engine) cancel(c *Command) Reason {
 
 // cancelled emits the Cancelled event of a resting order o removed whole.
 func (e *Engine) cancelled(b *book, side Side, o *order, why Reason) {
-	e.emit(Event{Kind: EvCancelled, Instrument: b.id, OrderID: o.id, Side: side, Price: b.price(o.px()), Qty: o.qty, Reason: why})
+	ev := e.event(EvCancelled, b.id)
+	ev.OrderID, ev.Side, ev.Price, ev.Qty, ev.Reason = o.id, side, b.price(o.px()), o.qty, why
 }
 
 func (e *Engine) cancelTrigger(b *book, side Side, t *trigger, why Reason) {
 	e.index.del(t.id)
-	e.emit(Event{Kind: EvCancelled, Instrument: b.id, OrderID: t.id, Side: side, Price: t.price, Qty: t.qty, Reason: why})
+	ev := e.event(EvCancelled, b.id)
+	ev.OrderID, ev.Side, ev.Price, ev.Qty, ev.Reason = t.id, side, t.price, t.qty, why
 }
 
 func (e *Engine) modify(c *Command) Reason {
@@ -485,7 +503,8 @@ func (e *Engine) modify(c *Command) Reason {
 		return RejPostOnlyWouldCross
 	}
 	e.accept(c.OrderID)
-	e.emit(Event{Kind: EvReplaced, Instrument: b.id, OrderID: o.id, Side: side, Price: c.Price, Qty: c.Qty})
+	ev := e.event(EvReplaced, b.id)
+	ev.OrderID, ev.Side, ev.Price, ev.Qty = o.id, side, c.Price, c.Qty
 	lv = b.writable(&e.lp, si, lv)
 	if c.Price == price && c.Qty < o.qty {
 		e.setQty(b, side, lv, l.slot(), c.Qty)
