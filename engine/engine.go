@@ -49,7 +49,7 @@ type Engine struct {
 	books   []*book // instrument ascending
 	byID    map[uint32]*book
 	index   orderIndex
-	hwm     map[uint64]uint64
+	hwm     map[uint64]*uint64 // source → high-water mark; one lookup a command
 	fl      *freeLists
 	accts   []uint64          // dense account number → account
 	acctNo  map[uint64]uint32 // account → dense account number
@@ -70,7 +70,7 @@ type Engine struct {
 func New() *Engine {
 	return &Engine{
 		byID:    make(map[uint32]*book),
-		hwm:     make(map[uint64]uint64),
+		hwm:     make(map[uint64]*uint64),
 		fl:      newFreeLists(),
 		acctNo:  make(map[uint64]uint32),
 		nextSeq: 1,
@@ -106,8 +106,10 @@ func (e *Engine) Orders() int {
 // idempotent-ingress high-water mark: a command of that source at or below
 // it is ignored), and false if no command of source was applied.
 func (e *Engine) HighWater(source uint64) (uint64, bool) {
-	hw, ok := e.hwm[source]
-	return hw, ok
+	if hw := e.hwm[source]; hw != nil {
+		return *hw, true
+	}
+	return 0, false
 }
 
 // Triggers returns the number of armed stop orders.
@@ -144,10 +146,15 @@ type Level struct {
 // until the next call to Apply; the engine keeps no reference to c.
 func (e *Engine) Apply(c *Command) []Event {
 	e.events = e.events[:0]
-	if hw, ok := e.hwm[c.Source]; ok && c.Seq <= hw {
+	switch hw := e.hwm[c.Source]; {
+	case hw == nil:
+		seq := c.Seq
+		e.hwm[c.Source] = &seq
+	case c.Seq <= *hw:
 		return e.events
+	default:
+		*hw = c.Seq
 	}
-	e.hwm[c.Source] = c.Seq
 	e.cmd = c
 	var r Reason
 	switch c.Kind {
