@@ -225,7 +225,15 @@ func (e *Engine) touch(b *book, side Side, price, qty, count int64) {
 			return
 		}
 	}
-	e.touched = append(e.touched, touch{b: b, side: side, price: price, qty: qty, count: count})
+	// In place, as in event: no touch built on the stack and copied.
+	n := len(e.touched)
+	if n == cap(e.touched) {
+		e.touched = append(e.touched, touch{})
+	} else {
+		e.touched = e.touched[:n+1]
+	}
+	t := &e.touched[n]
+	t.b, t.side, t.price, t.qty, t.count = b, side, price, qty, count
 }
 
 // rest appends o, a new resting order at price, to its level on side
