@@ -261,10 +261,18 @@ func (e *Engine) restOrder(b *book, side Side, price int64, o order) {
 // side side, with its index entry, and returns the order. l may be gone or
 // recycled afterwards (see book.emptied).
 func (e *Engine) unrest(b *book, side Side, l *level, s uint64) order {
+	o := e.lift(b, side, l, s)
+	e.index.del(o.id)
+	return o
+}
+
+// lift is unrest without the index: the order's entry stays, stale, for
+// a caller that rests the order again at once (a move, whose put then
+// overwrites the entry in place) or deletes the entry itself.
+func (e *Engine) lift(b *book, side Side, l *level, s uint64) order {
 	si := sideIndex(side)
 	o := e.lp.pop(l, s)
 	b.n[si]--
-	e.index.del(o.id)
 	e.touch(b, side, l.price, l.qty, l.count)
 	switch {
 	case l.count == 0:
@@ -527,11 +535,15 @@ func (e *Engine) modify(c *Command) Reason {
 	}
 	// Out of its level before it matches as a taker: it loses its place
 	// and gets a new sequence.
-	e.unrest(b, side, lv, l.slot())
+	// The index entry stays while the order matches (nothing looks the
+	// taker up by id) and is overwritten if it rests again.
+	e.lift(b, side, lv, l.slot())
 	seq := e.nextSeq
 	e.nextSeq++
 	tk := e.newTaker(b, side, false, GTC, c.Price, order{sk: packSK(seq, o.stp(), o.post(), side), id: o.id, pa: pxAcct(0, o.acct()), qty: c.Qty})
-	e.take(b, &tk)
+	if !e.take(b, &tk) {
+		e.index.del(o.id)
+	}
 	e.runTriggers(b)
 	return ReasonNone
 }
