@@ -121,8 +121,19 @@ func (m *levelMap) each(f func(price int64, l *level)) {
 	}
 }
 
-func (m *levelMap) grow() {
-	n := max(2*len(m.slots), lmMinSlots)
+// reserve sizes the table, which must be empty, for n entries, so that
+// putting them does not grow it.
+func (m *levelMap) reserve(n int) {
+	size := lmMinSlots
+	for size < 2*n {
+		size *= 2
+	}
+	m.resize(size)
+}
+
+func (m *levelMap) grow() { m.resize(max(2*len(m.slots), lmMinSlots)) }
+
+func (m *levelMap) resize(n int) {
 	old := m.slots
 	m.slots = make([]lmSlot, n)
 	m.shift = uint8(64 - bits.Len(uint(n-1)))

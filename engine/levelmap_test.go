@@ -70,3 +70,22 @@ func TestLevelMapSteadyStateZeroAlloc(t *testing.T) {
 		t.Fatalf("%v allocations per put/delete in steady state", a)
 	}
 }
+
+// TestLevelMapReserve: a reserved table takes its entries without growing.
+func TestLevelMapReserve(t *testing.T) {
+	for _, n := range []int{0, 1, 7, 8, 9, 1000, 1024, 1025} {
+		var m levelMap
+		m.reserve(n)
+		size := len(m.slots)
+		ls := make([]level, n)
+		for i := range ls {
+			m.put(int64(i)*3, &ls[i])
+		}
+		if len(m.slots) != size {
+			t.Fatalf("n %d: the table grew from %d to %d slots", n, size, len(m.slots))
+		}
+		if err := m.check(); err != nil || m.len() != n {
+			t.Fatalf("n %d: %v, len %d", n, err, m.len())
+		}
+	}
+}
