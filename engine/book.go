@@ -150,9 +150,9 @@ type book struct {
 	mark      int64
 
 	// Each side keeps its levels twice: in a tree ordered by price, best
-	// first (for matching, depth, walks and cuts), and in a map by price
+	// first (for matching, depth, walks and cuts), and in a table by price
 	// (so finding the level of an order costs one hash lookup, not a tree
-	// search). The tree's items and the map share the levels, which
+	// search; see levelMap). The tree's items and the table share the levels, which
 	// follow the copy-on-write rule of [level].
 	levels   [2]*btree.BTreeG[lvl]
 	triggers [2]*btree.BTreeG[trigger]
