@@ -150,14 +150,14 @@ type book struct {
 	mark      int64
 
 	// Each side keeps its levels twice: in a tree ordered by price, best
-	// first (for matching, depth, walks and cuts), and in a map by price
+	// first (for matching, depth, walks and cuts), and in a table by price
 	// (so finding the level of an order costs one hash lookup, not a tree
-	// search). The tree's items and the map share the levels, which
+	// search; see levelMap). The tree's items and the table share the levels, which
 	// follow the copy-on-write rule of [level].
 	levels   [2]*btree.BTreeG[lvl]
 	triggers [2]*btree.BTreeG[trigger]
-	lmap     [2]map[int64]*level // the writer's; nil in frozen views
-	n        [2]int              // resting orders of each side
+	lmap     [2]levelMap // the writer's; empty in frozen views
+	n        [2]int      // resting orders of each side
 	// empty counts the empty levels each side keeps in its tree and map
 	// (see keepEmpty).
 	empty [2]int
@@ -174,14 +174,13 @@ func newBook(id uint32, tick, lot, minPrice, maxPrice int64, fl *freeLists) *boo
 			btree.NewWithFreeListG(treeDegree, lessBuyTrigger, fl.triggers),
 			btree.NewWithFreeListG(treeDegree, lessSellTrigger, fl.triggers),
 		},
-		lmap: [2]map[int64]*level{make(map[int64]*level), make(map[int64]*level)},
 	}
 }
 
 // clone returns a copy-on-write copy of b: O(1) per tree.
 func (b *book) clone() *book {
 	c := *b
-	c.lmap = [2]map[int64]*level{}
+	c.lmap = [2]levelMap{}
 	for i := range 2 {
 		c.levels[i] = b.levels[i].Clone()
 		c.triggers[i] = b.triggers[i].Clone()
@@ -231,7 +230,7 @@ func (b *book) top(p *levelPool, si int) *level {
 			return it.l
 		}
 		b.levels[si].DeleteMin()
-		delete(b.lmap[si], it.price)
+		b.lmap[si].del(it.price)
 		b.empty[si]--
 		p.empties--
 		p.put(it.l)
@@ -241,7 +240,7 @@ func (b *book) top(p *levelPool, si int) *level {
 // wlevel returns the level at price on side si for writing (a copy if a
 // frozen view may see it), or nil if there is none.
 func (b *book) wlevel(p *levelPool, si int, price int64) *level {
-	l := b.lmap[si][price]
+	l := b.lmap[si].get(price)
 	if l != nil && l.epoch != p.epoch {
 		l = b.cow(p, si, l)
 	}
@@ -258,7 +257,7 @@ func (b *book) writable(p *levelPool, si int, l *level) *level {
 
 func (b *book) cow(p *levelPool, si int, l *level) *level {
 	c := p.copyLevel(l)
-	b.lmap[si][c.price] = c
+	b.lmap[si].put(c.price, c)
 	b.levels[si].ReplaceOrInsert(lvl{price: c.price, l: c})
 	return c
 }
@@ -266,7 +265,7 @@ func (b *book) cow(p *levelPool, si int, l *level) *level {
 // addLevel enters a new, empty level at price on side si.
 func (b *book) addLevel(p *levelPool, si int, price int64) *level {
 	l := p.get(price)
-	b.lmap[si][price] = l
+	b.lmap[si].put(price, l)
 	b.levels[si].ReplaceOrInsert(lvl{price: price, l: l})
 	return l
 }
@@ -294,7 +293,7 @@ func (b *book) emptied(p *levelPool, si int, l *level) {
 		p.empties++
 		return
 	}
-	delete(b.lmap[si], l.price)
+	b.lmap[si].del(l.price)
 	b.levels[si].Delete(lvl{price: l.price})
 	p.put(l)
 }

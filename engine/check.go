@@ -65,10 +65,13 @@ func (e *Engine) checkSide(b *book, si int) (int, error) {
 	var err error
 	n, nl, empty := 0, 0, 0 // orders, levels, empty levels
 	var prevPx uint32
+	if err := b.lmap[si].check(); err != nil {
+		return 0, fmt.Errorf("engine: instrument %d %s: %w", b.id, side, err)
+	}
 	b.levels[si].Ascend(func(it lvl) bool {
 		l := it.l
-		if it.price != l.price || b.lmap[si][l.price] != l {
-			err = fmt.Errorf("engine: instrument %d %s level %d: tree item %d, in the map: %v", b.id, side, l.price, it.price, b.lmap[si][l.price] == l)
+		if it.price != l.price || b.lmap[si].get(l.price) != l {
+			err = fmt.Errorf("engine: instrument %d %s level %d: tree item %d, in the map: %v", b.id, side, l.price, it.price, b.lmap[si].get(l.price) == l)
 			return false
 		}
 		px := b.ticks(l.price)
@@ -94,8 +97,8 @@ func (e *Engine) checkSide(b *book, si int) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if b.levels[si].Len() != len(b.lmap[si]) {
-		return 0, fmt.Errorf("engine: instrument %d %s: %d levels in the tree, %d in the map", b.id, side, b.levels[si].Len(), len(b.lmap[si]))
+	if b.levels[si].Len() != b.lmap[si].len() {
+		return 0, fmt.Errorf("engine: instrument %d %s: %d levels in the tree, %d in the map", b.id, side, b.levels[si].Len(), b.lmap[si].len())
 	}
 	if empty != b.empty[si] {
 		return 0, fmt.Errorf("engine: instrument %d %s: %d empty levels kept, %d counted", b.id, side, empty, b.empty[si])

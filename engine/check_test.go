@@ -25,8 +25,8 @@ func TestCheckCatches(t *testing.T) {
 		name, want string
 		corrupt    func(e *Engine, b *book)
 	}{
-		{"level total", "totals", func(e *Engine, b *book) { b.lmap[0][100].qty++ }},
-		{"level count", "totals", func(e *Engine, b *book) { b.lmap[0][100].count++ }},
+		{"level total", "totals", func(e *Engine, b *book) { b.lmap[0].get(100).qty++ }},
+		{"level count", "totals", func(e *Engine, b *book) { b.lmap[0].get(100).count++ }},
 		{"empty level not counted", "empty levels kept", func(e *Engine, b *book) { b.addLevel(&e.lp, 0, 90) }},
 		{"empty level with chunks", "empty level kept", func(e *Engine, b *book) {
 			l := b.addLevel(&e.lp, 0, 90)
@@ -35,7 +35,7 @@ func TestCheckCatches(t *testing.T) {
 			l.count, l.qty = 0, 0
 		}},
 		{"empty levels miscounted", "the pool counts", func(e *Engine, b *book) { e.lp.empties++ }},
-		{"level totals negative", "bad totals", func(e *Engine, b *book) { b.lmap[0][100].qty = -1 }},
+		{"level totals negative", "bad totals", func(e *Engine, b *book) { b.lmap[0].get(100).qty = -1 }},
 		{"index entry lost", "index", func(e *Engine, b *book) { e.index.del(2) }},
 		{"index entry stale", "index", func(e *Engine, b *book) {
 			l, _ := e.index.get(2)
@@ -48,7 +48,7 @@ func TestCheckCatches(t *testing.T) {
 			e.index.put(2, l)
 		}},
 		{"crossed book", "crossed", func(e *Engine, b *book) {
-			lv := b.lmap[1][105]
+			lv := b.lmap[1].get(105)
 			o := e.lp.pop(lv, lv.head)
 			b.emptied(&e.lp, 1, lv)
 			o.setPx(b.ticks(99))
@@ -58,34 +58,47 @@ func TestCheckCatches(t *testing.T) {
 		}},
 		{"trigger should have fired", "should have fired", func(e *Engine, b *book) { b.mark = 300 }},
 		{"bad quantity", "invalid order", func(e *Engine, b *book) {
-			l := b.lmap[0][100]
+			l := b.lmap[0].get(100)
 			l.at(l.head).qty = 0
 		}},
-		{"chunk occupancy", "occupancy", func(e *Engine, b *book) { b.lmap[0][100].chunks[0].live++ }},
-		{"live order below head", "not a tombstone", func(e *Engine, b *book) { b.lmap[0][100].chunks[0].s[0].id = 1 }},
-		{"tombstone at head", "head 0 is a tombstone", func(e *Engine, b *book) { b.lmap[0][100].head = 0 }},
+		{"chunk occupancy", "occupancy", func(e *Engine, b *book) { b.lmap[0].get(100).chunks[0].live++ }},
+		{"live order below head", "not a tombstone", func(e *Engine, b *book) { b.lmap[0].get(100).chunks[0].s[0].id = 1 }},
+		{"tombstone at head", "head 0 is a tombstone", func(e *Engine, b *book) { b.lmap[0].get(100).head = 0 }},
 		{"arrival order", "not after", func(e *Engine, b *book) {
-			s := b.lmap[0][100].chunks[0].s
+			s := b.lmap[0].get(100).chunks[0].s
 			s[1].sk, s[2].sk = s[2].sk, s[1].sk
 		}},
 		{"order at another price", "in the level at price", func(e *Engine, b *book) {
-			l := b.lmap[0][100]
+			l := b.lmap[0].get(100)
 			l.at(l.head).setPx(b.ticks(101))
 		}},
 		{"level map", "in the map", func(e *Engine, b *book) {
-			c := *b.lmap[0][100]
-			b.lmap[0][100] = &c
+			c := *b.lmap[0].get(100)
+			b.lmap[0].put(100, &c)
 		}},
-		{"level missing from the map", "in the map", func(e *Engine, b *book) { delete(b.lmap[0], 100) }},
+		{"level missing from the map", "in the map", func(e *Engine, b *book) { b.lmap[0].del(100) }},
+		{"level map count", "level map holds", func(e *Engine, b *book) { b.lmap[0].n++ }},
+		{"level map entry off its probe run", "not reachable", func(e *Engine, b *book) {
+			m := &b.lmap[0]
+			i := m.home(100)
+			for m.slots[i].price != 100 || m.slots[i].l == nil {
+				i = (i + 1) & (len(m.slots) - 1)
+			}
+			j := (i + len(m.slots)/2) & (len(m.slots) - 1)
+			for m.slots[j].l != nil {
+				j = (j + 1) & (len(m.slots) - 1)
+			}
+			m.slots[i], m.slots[j] = lmSlot{}, m.slots[i]
+		}},
 		{"side count", "order count", func(e *Engine, b *book) { b.n[0]++ }},
 		{"chunk size", "slots (want", func(e *Engine, b *book) {
-			c := &b.lmap[0][100].chunks[0]
+			c := &b.lmap[0].get(100).chunks[0]
 			c.s = c.s[:2]
 		}},
-		{"chunk list", "chunks cover", func(e *Engine, b *book) { b.lmap[0][100].next += 8 }},
-		{"chunk epoch", "epoch", func(e *Engine, b *book) { b.lmap[0][100].chunks[0].epoch++ }},
-		{"chunk shift", "bad chunk shift", func(e *Engine, b *book) { b.lmap[0][100].shift = 3 }},
-		{"level epoch", "bad chunk shift", func(e *Engine, b *book) { b.lmap[0][100].epoch = e.lp.epoch + 1 }},
+		{"chunk list", "chunks cover", func(e *Engine, b *book) { b.lmap[0].get(100).next += 8 }},
+		{"chunk epoch", "epoch", func(e *Engine, b *book) { b.lmap[0].get(100).chunks[0].epoch++ }},
+		{"chunk shift", "bad chunk shift", func(e *Engine, b *book) { b.lmap[0].get(100).shift = 3 }},
+		{"level epoch", "bad chunk shift", func(e *Engine, b *book) { b.lmap[0].get(100).epoch = e.lp.epoch + 1 }},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

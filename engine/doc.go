@@ -14,7 +14,9 @@
 // # Books
 //
 // Each side of a book is a B-tree (github.com/google/btree) of price
-// levels, best first, and a map from price to level. A level holds its
+// levels, best first, and a hash table from price to level (the writer's
+// only; an open-addressing table of our own, not a Go map, which costs
+// several times more a lookup on the path of every move). A level holds its
 // totals (quantity, order count) and its resting orders in arrival order,
 // in a FIFO of fixed-size order slots grouped in chunks: a new order is
 // appended at the tail, a cancel leaves a tombstone in O(1), and a level

@@ -49,7 +49,7 @@ type Engine struct {
 	books   []*book // instrument ascending
 	byID    map[uint32]*book
 	index   orderIndex
-	hwm     map[uint64]uint64
+	hwm     map[uint64]*uint64 // source → high-water mark; one lookup a command
 	fl      *freeLists
 	accts   []uint64          // dense account number → account
 	acctNo  map[uint64]uint32 // account → dense account number
@@ -70,7 +70,7 @@ type Engine struct {
 func New() *Engine {
 	return &Engine{
 		byID:    make(map[uint32]*book),
-		hwm:     make(map[uint64]uint64),
+		hwm:     make(map[uint64]*uint64),
 		fl:      newFreeLists(),
 		acctNo:  make(map[uint64]uint32),
 		nextSeq: 1,
@@ -106,8 +106,10 @@ func (e *Engine) Orders() int {
 // idempotent-ingress high-water mark: a command of that source at or below
 // it is ignored), and false if no command of source was applied.
 func (e *Engine) HighWater(source uint64) (uint64, bool) {
-	hw, ok := e.hwm[source]
-	return hw, ok
+	if hw := e.hwm[source]; hw != nil {
+		return *hw, true
+	}
+	return 0, false
 }
 
 // Triggers returns the number of armed stop orders.
@@ -144,10 +146,15 @@ type Level struct {
 // until the next call to Apply; the engine keeps no reference to c.
 func (e *Engine) Apply(c *Command) []Event {
 	e.events = e.events[:0]
-	if hw, ok := e.hwm[c.Source]; ok && c.Seq <= hw {
+	switch hw := e.hwm[c.Source]; {
+	case hw == nil:
+		seq := c.Seq
+		e.hwm[c.Source] = &seq
+	case c.Seq <= *hw:
 		return e.events
+	default:
+		*hw = c.Seq
 	}
-	e.hwm[c.Source] = c.Seq
 	e.cmd = c
 	var r Reason
 	switch c.Kind {
@@ -171,10 +178,11 @@ func (e *Engine) Apply(c *Command) []Event {
 		if c.Kind == CmdNewOrder || c.Kind == CmdCancel || c.Kind == CmdModify {
 			id = c.OrderID
 		}
-		e.emit(Event{Kind: EvRejected, Instrument: c.Instrument, OrderID: id, Reason: r})
+		ev := e.event(EvRejected, c.Instrument)
+		ev.OrderID, ev.Reason = id, r
 	}
 	e.flushDepth()
-	e.emit(Event{Kind: EvRelease, Instrument: c.Instrument})
+	e.event(EvRelease, c.Instrument)
 	e.cmd = nil
 	if invariants.Enabled {
 		if err := e.Check(); err != nil {
@@ -184,13 +192,27 @@ func (e *Engine) Apply(c *Command) []Event {
 	return e.events
 }
 
-func (e *Engine) emit(ev Event) {
-	ev.Source, ev.Seq = e.cmd.Source, e.cmd.Seq
-	e.events = append(e.events, ev)
+// event appends an event of the current command and returns it for the
+// caller to fill in. It writes the event in place: an Event built on the
+// stack and copied in would be written with narrow stores and read back
+// with wide loads, a store-forwarding stall per event on the path of every
+// command.
+func (e *Engine) event(kind EventKind, instrument uint32) *Event {
+	n := len(e.events)
+	if n == cap(e.events) {
+		e.events = append(e.events, Event{})
+	} else {
+		e.events = e.events[:n+1]
+	}
+	ev := &e.events[n]
+	*ev = Event{}
+	ev.Kind, ev.Instrument, ev.Source, ev.Seq = kind, instrument, e.cmd.Source, e.cmd.Seq
+	return ev
 }
 
 func (e *Engine) accept(orderID uint64) {
-	e.emit(Event{Kind: EvAccepted, Instrument: e.cmd.Instrument, OrderID: orderID})
+	ev := e.event(EvAccepted, e.cmd.Instrument)
+	ev.OrderID = orderID
 }
 
 // touch notes a level's new totals as changed by the current command, for
@@ -203,7 +225,15 @@ func (e *Engine) touch(b *book, side Side, price, qty, count int64) {
 			return
 		}
 	}
-	e.touched = append(e.touched, touch{b: b, side: side, price: price, qty: qty, count: count})
+	// In place, as in event: no touch built on the stack and copied.
+	n := len(e.touched)
+	if n == cap(e.touched) {
+		e.touched = append(e.touched, touch{})
+	} else {
+		e.touched = e.touched[:n+1]
+	}
+	t := &e.touched[n]
+	t.b, t.side, t.price, t.qty, t.count = b, side, price, qty, count
 }
 
 // rest appends o, a new resting order at price, to its level on side
@@ -231,10 +261,18 @@ func (e *Engine) restOrder(b *book, side Side, price int64, o order) {
 // side side, with its index entry, and returns the order. l may be gone or
 // recycled afterwards (see book.emptied).
 func (e *Engine) unrest(b *book, side Side, l *level, s uint64) order {
+	o := e.lift(b, side, l, s)
+	e.index.del(o.id)
+	return o
+}
+
+// lift is unrest without the index: the order's entry stays, stale, for
+// a caller that rests the order again at once (a move, whose put then
+// overwrites the entry in place) or deletes the entry itself.
+func (e *Engine) lift(b *book, side Side, l *level, s uint64) order {
 	si := sideIndex(side)
 	o := e.lp.pop(l, s)
 	b.n[si]--
-	e.index.del(o.id)
 	e.touch(b, side, l.price, l.qty, l.count)
 	switch {
 	case l.count == 0:
@@ -280,7 +318,8 @@ func (e *Engine) rebuild(b *book, l *level) {
 
 func (e *Engine) flushDepth() {
 	for _, t := range e.touched {
-		e.emit(Event{Kind: EvDepth, Instrument: t.b.id, Side: t.side, Price: t.price, Qty: t.qty, Count: t.count})
+		ev := e.event(EvDepth, t.b.id)
+		ev.Side, ev.Price, ev.Qty, ev.Count = t.side, t.price, t.qty, t.count
 	}
 	e.touched = e.touched[:0]
 }
@@ -451,12 +490,14 @@ func (e *Engine) cancel(c *Command) Reason {
 
 // cancelled emits the Cancelled event of a resting order o removed whole.
 func (e *Engine) cancelled(b *book, side Side, o *order, why Reason) {
-	e.emit(Event{Kind: EvCancelled, Instrument: b.id, OrderID: o.id, Side: side, Price: b.price(o.px()), Qty: o.qty, Reason: why})
+	ev := e.event(EvCancelled, b.id)
+	ev.OrderID, ev.Side, ev.Price, ev.Qty, ev.Reason = o.id, side, b.price(o.px()), o.qty, why
 }
 
 func (e *Engine) cancelTrigger(b *book, side Side, t *trigger, why Reason) {
 	e.index.del(t.id)
-	e.emit(Event{Kind: EvCancelled, Instrument: b.id, OrderID: t.id, Side: side, Price: t.price, Qty: t.qty, Reason: why})
+	ev := e.event(EvCancelled, b.id)
+	ev.OrderID, ev.Side, ev.Price, ev.Qty, ev.Reason = t.id, side, t.price, t.qty, why
 }
 
 func (e *Engine) modify(c *Command) Reason {
@@ -476,7 +517,7 @@ func (e *Engine) modify(c *Command) Reason {
 	side := l.side()
 	si := sideIndex(side)
 	price := b.price(l.px)
-	lv := b.lmap[si][price]
+	lv := b.lmap[si].get(price)
 	o := *lv.at(l.slot())
 	if c.Price == price && c.Qty == o.qty {
 		return RejNoChange
@@ -485,7 +526,8 @@ func (e *Engine) modify(c *Command) Reason {
 		return RejPostOnlyWouldCross
 	}
 	e.accept(c.OrderID)
-	e.emit(Event{Kind: EvReplaced, Instrument: b.id, OrderID: o.id, Side: side, Price: c.Price, Qty: c.Qty})
+	ev := e.event(EvReplaced, b.id)
+	ev.OrderID, ev.Side, ev.Price, ev.Qty = o.id, side, c.Price, c.Qty
 	lv = b.writable(&e.lp, si, lv)
 	if c.Price == price && c.Qty < o.qty {
 		e.setQty(b, side, lv, l.slot(), c.Qty)
@@ -493,11 +535,15 @@ func (e *Engine) modify(c *Command) Reason {
 	}
 	// Out of its level before it matches as a taker: it loses its place
 	// and gets a new sequence.
-	e.unrest(b, side, lv, l.slot())
+	// The index entry stays while the order matches (nothing looks the
+	// taker up by id) and is overwritten if it rests again.
+	e.lift(b, side, lv, l.slot())
 	seq := e.nextSeq
 	e.nextSeq++
 	tk := e.newTaker(b, side, false, GTC, c.Price, order{sk: packSK(seq, o.stp(), o.post(), side), id: o.id, pa: pxAcct(0, o.acct()), qty: c.Qty})
-	e.take(b, &tk)
+	if !e.take(b, &tk) {
+		e.index.del(o.id)
+	}
 	e.runTriggers(b)
 	return ReasonNone
 }

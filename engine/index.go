@@ -161,10 +161,23 @@ func (x *orderIndex) del(id uint64) {
 	}
 	// Backward-shift deletion: move back every later entry of the run whose
 	// home is not between the hole and itself (cyclically).
+	// Segment lengths are not powers of two; the cyclic distances are
+	// formed without a division.
 	n := len(s.slots)
-	dist := func(a, b int) int { return (b - a + n) % n }
+	dist := func(a, b int) int {
+		if d := b - a; d >= 0 {
+			return d
+		}
+		return b - a + n
+	}
 	hole := i
-	for j := (i + 1) % n; s.slots[j].id != 0; j = (j + 1) % n {
+	for j := i; ; {
+		if j++; j == n {
+			j = 0
+		}
+		if s.slots[j].id == 0 {
+			break
+		}
 		if home := s.home(indexHash(s.slots[j].id)); dist(home, j) >= dist(hole, j) {
 			s.slots[hole] = s.slots[j]
 			hole = j

@@ -16,7 +16,7 @@ func TestRebuildFitsChunkList(t *testing.T) {
 			t.Fatalf("order %d: %+v", id, ev[0])
 		}
 	}
-	l := e.byID[1].lmap[0][100]
+	l := e.byID[1].lmap[0].get(100)
 	if l.shift == minShift {
 		t.Fatalf("level of %d orders was not rebuilt into larger chunks", n)
 	}

@@ -37,8 +37,8 @@ func (t *taker) reaches(px uint32) bool {
 // remainder. It reports whether the remainder rests.
 func (e *Engine) take(b *book, t *taker) (rested bool) {
 	if t.tif == FOK && !e.fillable(b, t) {
-		e.emit(Event{Kind: EvCancelled, Instrument: b.id, OrderID: t.o.id, Side: t.side, Price: t.limit,
-			Qty: t.o.qty, Reason: CxlFOK})
+		ev := e.event(EvCancelled, b.id)
+		ev.OrderID, ev.Side, ev.Price, ev.Qty, ev.Reason = t.o.id, t.side, t.limit, t.o.qty, CxlFOK
 		return false
 	}
 	stopped := e.match(b, t)
@@ -57,8 +57,8 @@ func (e *Engine) take(b *book, t *taker) (rested bool) {
 }
 
 func (e *Engine) cancelTaker(b *book, t *taker, why Reason) {
-	e.emit(Event{Kind: EvCancelled, Instrument: b.id, OrderID: t.o.id, Side: t.side, Price: t.limit,
-		Qty: t.o.qty, Reason: why})
+	ev := e.event(EvCancelled, b.id)
+	ev.OrderID, ev.Side, ev.Price, ev.Qty, ev.Reason = t.o.id, t.side, t.limit, t.o.qty, why
 	t.o.qty = 0
 }
 
@@ -95,11 +95,11 @@ func (e *Engine) match(b *book, t *taker) (stopped bool) {
 			case STPDecrement:
 				q := min(t.o.qty, m.qty)
 				e.reduceMaker(b, ms, l, &m, q)
-				e.emit(Event{Kind: EvCancelled, Instrument: b.id, OrderID: m.id, Side: ms, Price: b.price(m.px()),
-					Qty: q, Remaining: m.qty, Reason: CxlSelfTrade})
+				ev := e.event(EvCancelled, b.id)
+				ev.OrderID, ev.Side, ev.Price, ev.Qty, ev.Remaining, ev.Reason = m.id, ms, b.price(m.px()), q, m.qty, CxlSelfTrade
 				t.o.qty -= q
-				e.emit(Event{Kind: EvCancelled, Instrument: b.id, OrderID: t.o.id, Side: t.side, Price: t.limit,
-					Qty: q, Remaining: t.o.qty, Reason: CxlSelfTrade})
+				ev = e.event(EvCancelled, b.id)
+				ev.OrderID, ev.Side, ev.Price, ev.Qty, ev.Remaining, ev.Reason = t.o.id, t.side, t.limit, q, t.o.qty, CxlSelfTrade
 			}
 			continue
 		}
@@ -108,8 +108,8 @@ func (e *Engine) match(b *book, t *taker) (stopped bool) {
 		e.reduceMaker(b, ms, l, &m, q)
 		price := b.price(m.px())
 		b.lastTrade = price
-		e.emit(Event{Kind: EvTrade, Instrument: b.id, OrderID: t.o.id, Maker: m.id, Side: t.side, Price: price,
-			Qty: q, Remaining: t.o.qty, MakerRemaining: m.qty})
+		ev := e.event(EvTrade, b.id)
+		ev.OrderID, ev.Maker, ev.Side, ev.Price, ev.Qty, ev.Remaining, ev.MakerRemaining = t.o.id, m.id, t.side, price, q, t.o.qty, m.qty
 	}
 	return false
 }
@@ -180,7 +180,8 @@ func (e *Engine) runTriggers(b *book) {
 		if t.ref == RefMark {
 			ref = b.mark
 		}
-		e.emit(Event{Kind: EvTriggerFired, Instrument: b.id, OrderID: t.id, Side: side, Price: ref})
+		ev := e.event(EvTriggerFired, b.id)
+		ev.OrderID, ev.Side, ev.Price = t.id, side, ref
 		seq := e.nextSeq
 		e.nextSeq++
 		tk := e.newTaker(b, side, t.typ == Stop, t.tif, t.price,

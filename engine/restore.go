@@ -160,7 +160,7 @@ func (r *Restorer) OnSourceHighWater(source, seq uint64) error {
 	}
 	r.n[0]++
 	r.lastSource = source
-	r.st.hwm[source] = seq
+	r.st.hwm[source] = &seq
 	r.sum += HashSource(source, seq)
 	return nil
 }

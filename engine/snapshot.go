@@ -129,7 +129,7 @@ func (s *state) emit(sink Sink, withOrders bool) (uint64, error) {
 func (e *Engine) liveState() state {
 	e.srcs = e.srcs[:0]
 	for src, seq := range e.hwm {
-		e.srcs = append(e.srcs, srcMark{src, seq})
+		e.srcs = append(e.srcs, srcMark{src, *seq})
 	}
 	slices.SortFunc(e.srcs, func(a, b srcMark) int { return cmp.Compare(a.source, b.source) })
 	return state{nextSeq: e.nextSeq, sources: e.srcs, books: e.books, accts: e.accts}
