@@ -121,11 +121,11 @@ func (m *levelMap) each(f func(price int64, l *level)) {
 	}
 }
 
-// reserve sizes the table, which must be empty, for n entries, so that
-// putting them does not grow it.
+// reserve sizes the table for n entries in all (it keeps those it holds),
+// so that putting up to n does not grow it.
 func (m *levelMap) reserve(n int) {
 	size := lmMinSlots
-	for size < 2*n {
+	for size < 2*max(n, m.n) || size < len(m.slots) {
 		size *= 2
 	}
 	m.resize(size)
