@@ -341,7 +341,7 @@ func (b *book) checkPrice(p int64) Reason {
 const MaxQty = 1 << 40
 
 func (b *book) checkQty(q int64) Reason {
-	if q <= 0 || q > MaxQty || q%b.lot != 0 {
+	if q <= 0 || q > MaxQty || (b.lot != 1 && q%b.lot != 0) { // a lot of 1 spares the division
 		return RejBadQuantity
 	}
 	return ReasonNone

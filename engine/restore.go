@@ -43,13 +43,41 @@ type Restorer struct {
 	prevTrigger trigger
 	// Consecutive orders at one price of one side of one book accumulate
 	// here and enter the level tree once.
-	run     level
-	runBook *book
-	runSide int
-	runOrd  []order // the run's orders
+	runPrice int64
+	runBook  *book
+	runSide  int
+	runOrd   []order // the run's orders
 	// Index entries, inserted at the end in cache-friendly batches.
 	ids      indexBatch
 	lastBook *book
+	// acache is a direct-mapped cache in front of the engine's account
+	// map: a book has far fewer accounts than orders, and a hit costs a
+	// multiply and a compare where the map costs a hash probe.
+	acache [acctCacheSize]acctEntry
+}
+
+// acctCacheSize is the number of entries of [Restorer.acache] (16 KiB).
+const (
+	acctCacheBits = 10
+	acctCacheSize = 1 << acctCacheBits
+)
+
+// acctEntry caches the dense number of an account; no is the number plus
+// one, 0 for an empty entry.
+type acctEntry struct {
+	account uint64
+	no      uint64
+}
+
+// acct returns the dense number of account in the engine being built.
+func (r *Restorer) acct(account uint64) uint32 {
+	c := &r.acache[(account*0x9E3779B97F4A7C15)>>(64-acctCacheBits)]
+	if c.no != 0 && c.account == account {
+		return uint32(c.no - 1)
+	}
+	n := r.st.acct(account)
+	*c = acctEntry{account: account, no: uint64(n) + 1}
+	return n
 }
 
 const (
@@ -239,12 +267,15 @@ func (r *Restorer) OnResting(instrument uint32, side Side, orderID, account uint
 	if r.n[2] == r.hd.Orders {
 		return r.fail("more than the header's %d resting orders", r.hd.Orders)
 	}
+	if rb := r.runBook; rb != nil && rb.id == instrument && r.runSide == int(side)-1 && r.runPrice == price {
+		return r.nextInRun(rb, side, orderID, account, price, qty, seq, stp, post)
+	}
 	b, err := r.checkOrder("resting order", instrument, side, orderID, price, qty, seq, stp)
 	if err != nil {
 		return err
 	}
 	si := sideIndex(side)
-	o := order{pa: pxAcct(b.ticks(price), r.st.acct(account)), sk: packSK(seq, stp, post, side), id: orderID, qty: qty}
+	o := order{pa: pxAcct(b.ticks(price), r.acct(account)), sk: packSK(seq, stp, post, side), id: orderID, qty: qty}
 	if r.n[2] > 0 && !(r.prevInst < instrument || (r.prevInst == instrument && (r.prevSide < side ||
 		(r.prevSide == side && sortsBefore(side, r.prevOrder, o))))) {
 		return r.fail("resting order %d out of stream order", orderID)
@@ -252,13 +283,40 @@ func (r *Restorer) OnResting(instrument uint32, side Side, orderID, account uint
 	r.prevInst, r.prevSide, r.prevOrder = instrument, side, o
 	r.n[2]++
 	r.sum += HashResting(instrument, side, orderID, account, price, qty, seq, stp, post)
-	if r.runBook == b && r.runSide == si && r.run.price == price {
+	if r.runBook == b && r.runSide == si && r.runPrice == price {
 		r.runOrd = append(r.runOrd, o)
 		return nil
 	}
 	r.flushRun()
-	r.runBook, r.runSide, r.run = b, si, level{price: price}
+	r.runBook, r.runSide, r.runPrice = b, si, price
 	r.runOrd = append(r.runOrd[:0], o)
+	return nil
+}
+
+// nextInRun is OnResting for an order of the current run: the same
+// instrument, side and price as the order before it, which passed every
+// check that depends on them (the instrument, the side, the price's tick
+// and band) and gave the run its price in ticks. It makes the checks that
+// remain, in checkOrder's order, and holds the run to arrival order.
+func (r *Restorer) nextInRun(b *book, side Side, orderID, account uint64, price, qty int64, seq uint64, stp STP, post bool) error {
+	switch {
+	case orderID == 0:
+		return r.fail("resting order: order id 0")
+	case b.checkQty(qty) != ReasonNone:
+		return r.fail("resting order %d: bad quantity %d", orderID, qty)
+	case seq == 0 || seq >= r.hd.NextSeq || seq > maxSeq:
+		return r.fail("resting order %d: sequence %d outside [1, %d)", orderID, seq, r.hd.NextSeq)
+	case stp > STPDecrement:
+		return r.fail("resting order %d: bad STP mode %d", orderID, stp)
+	}
+	o := order{pa: r.prevOrder.pa&^(1<<32-1) | uint64(r.acct(account)), sk: packSK(seq, stp, post, side), id: orderID, qty: qty}
+	if r.prevOrder.sk >= o.sk {
+		return r.fail("resting order %d out of stream order", orderID)
+	}
+	r.prevOrder = o
+	r.n[2]++
+	r.sum += HashResting(b.id, side, orderID, account, price, qty, seq, stp, post)
+	r.runOrd = append(r.runOrd, o)
 	return nil
 }
 
@@ -270,7 +328,7 @@ func (r *Restorer) flushRun() {
 		return
 	}
 	b, si := r.runBook, r.runSide
-	l := b.addLevel(&r.e.lp, si, r.run.price)
+	l := b.addLevel(&r.e.lp, si, r.runPrice)
 	r.e.lp.fill(l, r.runOrd, shiftFor(len(r.runOrd)))
 	b.n[si] += len(r.runOrd)
 	for i, o := range r.runOrd {
