@@ -52,14 +52,18 @@ type Restorer struct {
 	lastBook *book
 	// acache is a direct-mapped cache in front of the engine's account
 	// map: a book has far fewer accounts than orders, and a hit costs a
-	// multiply and a compare where the map costs a hash probe.
-	acache [acctCacheSize]acctEntry
+	// multiply and a compare where the map costs a hash probe. Its size
+	// (a power of two, 1<<(64-ashift) entries) follows the header's order
+	// count, so a small restore does not clear a large cache.
+	acache []acctEntry
+	ashift uint
 }
 
-// acctCacheSize is the number of entries of [Restorer.acache] (16 KiB).
+// The account cache holds between 1<<minAcctBits and 1<<maxAcctBits
+// entries of 16 bytes (256 KiB at most, about one entry per 64 orders).
 const (
-	acctCacheBits = 10
-	acctCacheSize = 1 << acctCacheBits
+	minAcctBits = 6
+	maxAcctBits = 14
 )
 
 // acctEntry caches the dense number of an account; no is the number plus
@@ -71,7 +75,7 @@ type acctEntry struct {
 
 // acct returns the dense number of account in the engine being built.
 func (r *Restorer) acct(account uint64) uint32 {
-	c := &r.acache[(account*0x9E3779B97F4A7C15)>>(64-acctCacheBits)]
+	c := &r.acache[(account*0x9E3779B97F4A7C15)>>r.ashift]
 	if c.no != 0 && c.account == account {
 		return uint32(c.no - 1)
 	}
@@ -170,6 +174,11 @@ func (r *Restorer) OnHeader(h Header) error {
 	r.st.fl = r.e.fl
 	r.st.nextSeq = h.NextSeq
 	r.ids.reserve(int(min(h.Orders, maxPrealloc) + min(h.Triggers, maxPrealloc)))
+	bits := uint(minAcctBits)
+	for bits < maxAcctBits && uint64(1)<<(bits+6) < h.Orders {
+		bits++
+	}
+	r.acache, r.ashift = make([]acctEntry, 1<<bits), 64-bits
 	r.sum = HashHeader(h.Version, h.NextSeq)
 	r.phase = phaseSources
 	return nil
