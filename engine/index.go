@@ -183,23 +183,36 @@ func (x *orderIndex) del(id uint64) {
 // segment), so the batch is not garbage once the index is built.
 type indexBatch struct {
 	seg [indexSegments][]indexSlot
+	// want is the capacity of a segment's batch for the whole count the
+	// header announced; a batch that fills up grows towards it.
+	want int
 }
 
-// reserve sizes the batch for about n entries: each segment's share, the
-// table's headroom (8/7) and three standard deviations of the share's
-// spread, so that nearly every segment's batch can hold its table.
-func (b *indexBatch) reserve(n int) {
-	per := n / indexSegments
-	c := per + per/7 + 3*isqrt(per) + 16
+// reserve sizes the batch for n entries, up front for at most pre of
+// them: each segment's share, the table's headroom (8/7) and three
+// standard deviations of the share's spread, so that nearly every
+// segment's batch can hold its table. n comes from a header not yet
+// checked, so only pre entries are allocated before any arrive; a batch
+// that fills up doubles, but never past its share of n (see grow).
+func (b *indexBatch) reserve(n, pre uint64) {
+	c := segCap(min(n, 1<<40))
+	b.want = c
+	c = segCap(min(n, pre))
 	for i := range b.seg {
 		b.seg[i] = make([]indexSlot, 0, c)
 	}
 }
 
+// segCap returns the capacity of a segment's batch for n entries in all.
+func segCap(n uint64) int {
+	per := int(n / indexSegments)
+	return per + per/7 + 3*isqrt(per) + 16
+}
+
 // isqrt returns the integer square root of n ≥ 0.
 func isqrt(n int) int {
 	r := 0
-	for bit := 1 << 30; bit > 0; bit >>= 2 {
+	for bit := 1 << 40; bit > 0; bit >>= 2 {
 		if r+bit <= n {
 			n -= r + bit
 			r = r>>1 + bit
@@ -219,10 +232,34 @@ func (b *indexBatch) add(id uint64, l loc) {
 	h := indexHash(id)
 	s := &b.seg[h>>56]
 	n := len(*s)
-	*s = append(*s, indexSlot{id: id, l: l})
+	if n == cap(*s) {
+		b.grow(s)
+	}
+	*s = (*s)[:n+1]
+	(*s)[n] = indexSlot{id: id, l: l}
 	if n&1 == 0 && n+5 <= cap(*s) {
 		prefetchSlot(&(*s)[:n+5][n+4])
 	}
+}
+
+// grow gives a full segment batch twice its capacity, but at most want
+// once it is below it: a header's count is only believed as far as the
+// entries that arrive, and the last step lands on the capacity the
+// segment's table needs, so the batch can still become the table. A batch
+// past want (more entries than the header announced, which the restore
+// refuses at its end) grows by a quarter.
+func (b *indexBatch) grow(s *[]indexSlot) {
+	c := cap(*s)
+	nc := max(2*c, 64)
+	switch {
+	case c < b.want:
+		nc = min(nc, b.want)
+	default:
+		nc = c + c/4 + 16
+	}
+	ns := make([]indexSlot, len(*s), nc)
+	copy(ns, *s)
+	*s = ns
 }
 
 // tableSize returns the slots of a segment table built for m entries.

@@ -165,15 +165,16 @@ func (r *Restorer) OnHeader(h Header) error {
 	if h.NextSeq == 0 || h.NextSeq > maxRestoreSeq {
 		return r.fail("next sequence %d outside [1, 2^55]", h.NextSeq)
 	}
-	// The header's counts size the index batch up front, but only up to
-	// maxPrealloc entries: a corrupt header must not make the restorer
-	// allocate gigabytes before the first record. Past it the batch grows.
+	// The header's counts size the index batch, but only maxPrealloc
+	// entries are allocated up front: a corrupt header must not make the
+	// restorer allocate gigabytes before the first record. Past them the
+	// batch grows as entries arrive, towards the header's count.
 	const maxPrealloc = 1 << 20
 	r.hd = h
 	r.st = New()
 	r.st.fl = r.e.fl
 	r.st.nextSeq = h.NextSeq
-	r.ids.reserve(int(min(h.Orders, maxPrealloc) + min(h.Triggers, maxPrealloc)))
+	r.ids.reserve(sat(h.Orders, h.Triggers), maxPrealloc)
 	bits := uint(minAcctBits)
 	for bits < maxAcctBits && uint64(1)<<(bits+6) < h.Orders {
 		bits++
@@ -182,6 +183,14 @@ func (r *Restorer) OnHeader(h Header) error {
 	r.sum = HashHeader(h.Version, h.NextSeq)
 	r.phase = phaseSources
 	return nil
+}
+
+// sat returns a+b, or the largest uint64 if that overflows.
+func sat(a, b uint64) uint64 {
+	if a+b < a {
+		return ^uint64(0)
+	}
+	return a + b
 }
 
 // OnSourceHighWater implements [Sink].
