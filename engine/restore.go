@@ -47,6 +47,11 @@ type Restorer struct {
 	runBook  *book
 	runSide  int
 	runOrd   []order // the run's orders
+	// The levels of the side being restored, added to its tree as their
+	// runs end and to its map, made to their number, when the side ends.
+	sideBook *book
+	sideSide int
+	sideLv   []*level
 	// Index entries, inserted at the end in cache-friendly batches.
 	ids      indexBatch
 	lastBook *book
@@ -60,10 +65,12 @@ type Restorer struct {
 }
 
 // The account cache holds between 1<<minAcctBits and 1<<maxAcctBits
-// entries of 16 bytes (256 KiB at most, about one entry per 64 orders).
+// entries of 16 bytes (64 KiB at most, about one entry per 64 orders): a
+// larger one misses the processor's second-level cache as often as it
+// saves a map probe.
 const (
 	minAcctBits = 6
-	maxAcctBits = 14
+	maxAcctBits = 12
 )
 
 // acctEntry caches the dense number of an account; no is the number plus
@@ -300,7 +307,6 @@ func (r *Restorer) OnResting(instrument uint32, side Side, orderID, account uint
 	}
 	r.prevInst, r.prevSide, r.prevOrder = instrument, side, o
 	r.n[2]++
-	r.sum += HashResting(instrument, side, orderID, account, price, qty, seq, stp, post)
 	if r.runBook == b && r.runSide == si && r.runPrice == price {
 		r.runOrd = append(r.runOrd, o)
 		return nil
@@ -333,7 +339,6 @@ func (r *Restorer) nextInRun(b *book, side Side, orderID, account uint64, price,
 	}
 	r.prevOrder = o
 	r.n[2]++
-	r.sum += HashResting(b.id, side, orderID, account, price, qty, seq, stp, post)
 	r.runOrd = append(r.runOrd, o)
 	return nil
 }
@@ -346,13 +351,44 @@ func (r *Restorer) flushRun() {
 		return
 	}
 	b, si := r.runBook, r.runSide
-	l := b.addLevel(&r.e.lp, si, r.runPrice)
+	// The records' digests, from the orders as the run holds them (every
+	// field of a resting-order record is there, the account by its dense
+	// number): one short loop of independent multiply chains, which the
+	// processor overlaps, rather than one long chain inside each record's
+	// callback.
+	side, price, accts := Side(si+1), r.runPrice, r.st.accts
+	for _, o := range r.runOrd {
+		r.sum += HashResting(b.id, side, o.id, accts[o.acct()], price, o.qty, skSeq(o.sk), skSTPOf(o.sk), skPostOf(o.sk))
+	}
+	if r.sideBook != b || r.sideSide != si {
+		r.flushSide()
+		r.sideBook, r.sideSide = b, si
+	}
+	l := r.e.lp.get(r.runPrice)
+	b.levels[si].ReplaceOrInsert(lvl{price: l.price, l: l})
+	r.sideLv = append(r.sideLv, l)
 	r.e.lp.fill(l, r.runOrd, shiftFor(len(r.runOrd)))
 	b.n[si] += len(r.runOrd)
 	for i, o := range r.runOrd {
 		r.ids.add(o.id, restLoc(uint64(i), o.sk, o.px(), b.id))
 	}
 	r.runBook = nil
+}
+
+// flushSide gives the side whose levels were restored last its level map,
+// made for their number (a map grown one level at a time would rehash as
+// it grows).
+func (r *Restorer) flushSide() {
+	if r.sideBook == nil {
+		return
+	}
+	m := make(map[int64]*level, len(r.sideLv))
+	for _, l := range r.sideLv {
+		m[l.price] = l
+	}
+	r.sideBook.lmap[r.sideSide] = m
+	clear(r.sideLv)
+	r.sideLv, r.sideBook = r.sideLv[:0], nil
 }
 
 // OnArmedTrigger implements [Sink].
@@ -362,6 +398,7 @@ func (r *Restorer) OnArmedTrigger(instrument uint32, side Side, orderID, account
 		return err
 	}
 	r.flushRun()
+	r.flushSide()
 	if r.n[3] == r.hd.Triggers {
 		return r.fail("more than the header's %d armed triggers", r.hd.Triggers)
 	}
@@ -394,6 +431,7 @@ func (r *Restorer) OnEnd(sources, instruments, orders, triggers uint64, stateHas
 	}
 	r.phase = phaseTriggers // not done until every check passes
 	r.flushRun()
+	r.flushSide()
 	got := [4]uint64{sources, instruments, orders, triggers}
 	want := [4]uint64{r.hd.Sources, r.hd.Instruments, r.hd.Orders, r.hd.Triggers}
 	if got != want || r.n != want {
