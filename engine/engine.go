@@ -272,7 +272,7 @@ func (e *Engine) rebuild(b *book, l *level) {
 	}
 	l.chunks = l.chunks[:0]
 	l.qty, l.count = 0, 0
-	e.lp.fill(l, e.rbuf, shift)
+	e.lp.fill(l, e.rbuf, shift, slabBytes)
 	for i, o := range e.rbuf {
 		e.index.put(o.id, restLoc(uint64(i), o.sk, o.px(), b.id))
 	}

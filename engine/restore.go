@@ -367,7 +367,7 @@ func (r *Restorer) flushRun() {
 	l := r.e.lp.get(r.runPrice)
 	b.levels[si].ReplaceOrInsert(lvl{price: l.price, l: l})
 	r.sideLv = append(r.sideLv, l)
-	r.e.lp.fill(l, r.runOrd, shiftFor(len(r.runOrd)))
+	r.e.lp.fill(l, r.runOrd, shiftFor(len(r.runOrd)), restoreSlabBytes)
 	b.n[si] += len(r.runOrd)
 	for i, o := range r.runOrd {
 		r.ids.add(o.id, restLoc(uint64(i), o.sk, o.px(), b.id))
