@@ -124,10 +124,7 @@ type orderWalk struct {
 	from, to       order
 	hasFrom, hasTo bool
 	fn             func(order) bool
-	// hash, when set, replaces fn: each level's orders are hashed into it
-	// in one loop (hashLevel), with no call per order.
-	hash    *emitter
-	stopped bool
+	stopped        bool
 	// q holds the levels admitted and not yet walked, the k-th admitted
 	// at q[k&(len(q)-1)]; k counts the levels admitted. A ring, not a
 	// shifted array: escape analysis would take a copy within q for a
@@ -192,10 +189,6 @@ func (w *orderWalk) level(l *level) bool {
 	if w.hasTo && px == w.to.px() {
 		hi = l.seek(w.to.sk)
 	}
-	if w.hash != nil {
-		w.hash.hashLevel(l, lo, hi)
-		return true
-	}
 	if !l.walk(lo, hi, w.fn) {
 		w.stopped = true
 		return false
@@ -223,13 +216,6 @@ func (w *orderWalk) run(t *btree.BTreeG[lvl]) {
 func (b *book) walkOrders(si int, fn func(order) bool) {
 	w := orderWalk{b: b, buy: si == 0, fn: fn}
 	w.run(b.levels[si])
-}
-
-// hashOrders adds the digests of every resting order of side si to w
-// (an emitter without a sink, positioned on b and the side).
-func (b *book) hashOrders(si int, w *emitter) {
-	ow := orderWalk{b: b, buy: si == 0, hash: w}
-	ow.run(b.levels[si])
 }
 
 // Emit streams the partition's orders to s in stream order and returns how

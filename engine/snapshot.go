@@ -49,29 +49,6 @@ func (w *emitter) resting(o order) bool {
 	return true
 }
 
-// hashLevel is resting without a sink for the live orders in slots
-// [from, to) of l: one loop over the level's chunks, whose iterations'
-// multiply chains are independent, so the processor overlaps them.
-func (w *emitter) hashLevel(l *level, from, to uint64) {
-	b, side, accts := w.b, w.side, w.accts
-	mask := uint64(1)<<l.shift - 1
-	sum, n := w.sum, w.n
-	for s := from; s < to; {
-		c := &l.chunks[s>>l.shift-l.first]
-		end := min(to, (s|mask)+1)
-		if c.live > 0 {
-			for _, o := range c.s[s&mask : s&mask+(end-s)] {
-				if o.id != 0 {
-					n++
-					sum += HashResting(b.id, side, o.id, accts[o.acct()], b.price(o.px()), o.qty, o.seq(), o.stp(), o.post())
-				}
-			}
-		}
-		s = end
-	}
-	w.sum, w.n = sum, n
-}
-
 func (w *emitter) trigger(t trigger) bool {
 	w.sum += HashTrigger(w.b.id, w.side, t.id, t.account, t.typ, t.tif, t.ref, t.stop, t.price, t.qty, t.seq(), t.stp(), t.post())
 	if w.sink != nil {
@@ -122,10 +99,6 @@ func (s *state) emit(sink Sink, withOrders bool) (uint64, error) {
 		w.b = b
 		for si := range 2 {
 			w.side = Side(si + 1)
-			if sink == nil {
-				b.hashOrders(si, &w)
-				continue
-			}
 			b.walkOrders(si, resting)
 			if w.err != nil {
 				return 0, w.err
