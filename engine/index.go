@@ -78,13 +78,7 @@ func (x *orderIndex) get(id uint64) (loc, bool) {
 }
 
 // put sets the entry of id (never 0).
-func (x *orderIndex) put(id uint64, l loc) { x.set(id, l, true) }
-
-// add sets the entry of id (never 0) unless there is one, and reports
-// whether it did: a duplicate check and an insert in one probe.
-func (x *orderIndex) add(id uint64, l loc) bool { return x.set(id, l, false) }
-
-func (x *orderIndex) set(id uint64, l loc, replace bool) bool {
+func (x *orderIndex) put(id uint64, l loc) {
 	h := indexHash(id)
 	s := x.segOf(h)
 	if (s.n+1)*8 > len(s.slots)*7 {
@@ -93,16 +87,14 @@ func (x *orderIndex) set(id uint64, l loc, replace bool) bool {
 	for i := s.home(h); ; {
 		sl := &s.slots[i]
 		if sl.id == id {
-			if replace {
-				sl.l = l
-			}
-			return replace
+			sl.l = l
+			return
 		}
 		if sl.id == 0 {
 			sl.id, sl.l = id, l
 			s.n++
 			x.n++
-			return true
+			return
 		}
 		if i++; i == len(s.slots) {
 			i = 0

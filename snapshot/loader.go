@@ -50,7 +50,6 @@ type Loader struct {
 	bd     snapshotsbe.MeSnapshotBeginDecoder
 	sd     snapshotsbe.SourceHwmDecoder
 	kd     snapshotsbe.MarkDecoder
-	od     snapshotsbe.OrdersDecoder
 	td     snapshotsbe.TriggersDecoder
 	ed     snapshotsbe.EndDecoder
 	handle stream.FragmentHandler
