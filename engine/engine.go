@@ -310,7 +310,7 @@ func (e *Engine) rebuild(b *book, l *level) {
 	}
 	l.chunks = l.chunks[:0]
 	l.qty, l.count = 0, 0
-	e.lp.fill(l, e.rbuf, shift)
+	e.lp.fill(l, e.rbuf, shift, slabBytes)
 	for i, o := range e.rbuf {
 		e.index.put(o.id, restLoc(uint64(i), o.sk, o.px(), b.id))
 	}
@@ -380,7 +380,7 @@ func (b *book) checkPrice(p int64) Reason {
 const MaxQty = 1 << 40
 
 func (b *book) checkQty(q int64) Reason {
-	if q <= 0 || q > MaxQty || q%b.lot != 0 {
+	if q <= 0 || q > MaxQty || (b.lot != 1 && q%b.lot != 0) { // a lot of 1 spares the division
 		return RejBadQuantity
 	}
 	return ReasonNone

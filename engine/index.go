@@ -78,13 +78,7 @@ func (x *orderIndex) get(id uint64) (loc, bool) {
 }
 
 // put sets the entry of id (never 0).
-func (x *orderIndex) put(id uint64, l loc) { x.set(id, l, true) }
-
-// add sets the entry of id (never 0) unless there is one, and reports
-// whether it did: a duplicate check and an insert in one probe.
-func (x *orderIndex) add(id uint64, l loc) bool { return x.set(id, l, false) }
-
-func (x *orderIndex) set(id uint64, l loc, replace bool) bool {
+func (x *orderIndex) put(id uint64, l loc) {
 	h := indexHash(id)
 	s := x.segOf(h)
 	if (s.n+1)*8 > len(s.slots)*7 {
@@ -93,16 +87,14 @@ func (x *orderIndex) set(id uint64, l loc, replace bool) bool {
 	for i := s.home(h); ; {
 		sl := &s.slots[i]
 		if sl.id == id {
-			if replace {
-				sl.l = l
-			}
-			return replace
+			sl.l = l
+			return
 		}
 		if sl.id == 0 {
 			sl.id, sl.l = id, l
 			s.n++
 			x.n++
-			return true
+			return
 		}
 		if i++; i == len(s.slots) {
 			i = 0
@@ -191,35 +183,141 @@ func (x *orderIndex) del(id uint64) {
 // indexBatch gathers entries for an empty index, grouped by segment, so
 // that a restore of millions of orders fills the index one segment at a
 // time (a cache-sized table) instead of missing the cache on every order.
+// A segment's batch is reserved with room for its table, and build turns
+// each batch into its table in place (through a scratch copy of one
+// segment), so the batch is not garbage once the index is built.
 type indexBatch struct {
 	seg [indexSegments][]indexSlot
+	// want is the capacity of a segment's batch for the whole count the
+	// header announced; a batch that fills up grows towards it.
+	want int
 }
 
-func (b *indexBatch) reserve(n int) {
-	per := n/indexSegments + n/indexSegments/8 + 16
+// reserve sizes the batch for n entries, up front for at most pre of
+// them: each segment's share, the table's headroom (8/7) and three
+// standard deviations of the share's spread, so that nearly every
+// segment's batch can hold its table. n comes from a header not yet
+// checked, so only pre entries are allocated before any arrive; a batch
+// that fills up doubles, but never past its share of n (see grow).
+func (b *indexBatch) reserve(n, pre uint64) {
+	c := segCap(min(n, 1<<40))
+	b.want = c
+	c = segCap(min(n, pre))
 	for i := range b.seg {
-		b.seg[i] = make([]indexSlot, 0, per)
+		b.seg[i] = make([]indexSlot, 0, c)
 	}
 }
 
+// segCap returns the capacity of a segment's batch for n entries in all.
+func segCap(n uint64) int {
+	per := int(n / indexSegments)
+	return per + per/7 + 3*isqrt(per) + 16
+}
+
+// isqrt returns the integer square root of n ≥ 0.
+func isqrt(n int) int {
+	r := 0
+	for bit := 1 << 40; bit > 0; bit >>= 2 {
+		if r+bit <= n {
+			n -= r + bit
+			r = r>>1 + bit
+		} else {
+			r >>= 1
+		}
+	}
+	return r
+}
+
+// add appends an entry to its segment's batch. The 256 batches are 256
+// write streams, too many for the hardware prefetcher to follow, and an
+// entry written to a line not in the cache waits for it; so every other
+// add asks for the line four entries ahead, which that segment's next adds
+// will write (a few hundred orders later, when it has arrived).
 func (b *indexBatch) add(id uint64, l loc) {
 	h := indexHash(id)
-	b.seg[h>>56] = append(b.seg[h>>56], indexSlot{id: id, l: l})
+	s := &b.seg[h>>56]
+	n := len(*s)
+	if n == cap(*s) {
+		b.grow(s)
+	}
+	*s = (*s)[:n+1]
+	(*s)[n] = indexSlot{id: id, l: l}
+	if n&1 == 0 && n+5 <= cap(*s) {
+		prefetchSlot(&(*s)[:n+5][n+4])
+	}
 }
+
+// grow gives a full segment batch twice its capacity, but at most want
+// once it is below it: a header's count is only believed as far as the
+// entries that arrive, and the last step lands on the capacity the
+// segment's table needs, so the batch can still become the table. A batch
+// past want (more entries than the header announced, which the restore
+// refuses at its end) grows by a quarter.
+func (b *indexBatch) grow(s *[]indexSlot) {
+	c := cap(*s)
+	nc := max(2*c, 64)
+	switch {
+	case c < b.want:
+		nc = min(nc, b.want)
+	default:
+		nc = c + c/4 + 16
+	}
+	ns := make([]indexSlot, len(*s), nc)
+	copy(ns, *s)
+	*s = ns
+}
+
+// tableSize returns the slots of a segment table built for m entries.
+func tableSize(m int) int { return max(indexMinSlots, m*8/7+1) }
 
 // build fills x, which must be empty, with the batch. It returns the first
 // duplicate id, if any (x then holds an unspecified part of the batch).
 func (b *indexBatch) build(x *orderIndex) (dup uint64, ok bool) {
+	var scratch []indexSlot
 	for i := range b.seg {
 		entries := b.seg[i]
-		s := &x.seg[i]
-		s.resize(max(indexMinSlots, len(entries)*8/7+1))
-		for _, e := range entries {
-			if !x.add(e.id, e.l) {
+		b.seg[i] = nil
+		size := tableSize(len(entries))
+		var tab []indexSlot
+		if c := cap(entries); c >= size && c <= 2*size {
+			// The batch's own array becomes the table: its entries move
+			// to the scratch copy first.
+			tab = entries[:c]
+			scratch = append(scratch[:0], entries...)
+			entries = scratch
+			clear(tab)
+		} else {
+			tab = make([]indexSlot, size)
+		}
+		if id, ok := fillTable(tab, entries); !ok {
+			return id, false
+		}
+		x.seg[i] = indexSeg{slots: tab, n: len(entries)}
+		x.n += len(entries)
+	}
+	return 0, true
+}
+
+// fillTable inserts entries into tab, an empty segment table with room
+// for them (see tableSize), by linear probing from each entry's home. It
+// returns the first duplicate id, if any.
+func fillTable(tab []indexSlot, entries []indexSlot) (dup uint64, ok bool) {
+	n := uint64(len(tab))
+	for _, e := range entries {
+		hi, _ := bits.Mul64(indexHash(e.id)<<8, n)
+		for j := hi; ; {
+			sl := &tab[j]
+			if sl.id == 0 {
+				*sl = e
+				break
+			}
+			if sl.id == e.id {
 				return e.id, false
 			}
+			if j++; j == n {
+				j = 0
+			}
 		}
-		b.seg[i] = nil
 	}
 	return 0, true
 }

@@ -55,3 +55,72 @@ func TestOrderIndexAllocs(t *testing.T) {
 		t.Fatalf("index operations allocate %v times", n)
 	}
 }
+
+// TestIndexBatchBuild builds indexes from batches whose header count is
+// exact, above what was preallocated (the batches grow towards it), too
+// low (they grow past it) and far too high, and requires every entry to be
+// found with its loc, the table of each segment to be within the load the
+// index keeps, deletes and puts to go on working, and a duplicate id to be
+// reported.
+func TestIndexBatchBuild(t *testing.T) {
+	for _, c := range []struct{ n, header, pre uint64 }{
+		{50_000, 50_000, 1 << 20},
+		{50_000, 50_000, 5_000},
+		{50_000, 20_000, 5_000},
+		{3_000, 1 << 50, 5_000},
+		{0, 0, 1 << 20},
+	} {
+		var b indexBatch
+		b.reserve(c.header, c.pre)
+		r := rand.New(rand.NewSource(int64(c.n)))
+		want := map[uint64]loc{}
+		for len(want) < int(c.n) {
+			id := r.Uint64()>>1 + 1
+			if _, ok := want[id]; ok {
+				continue
+			}
+			l := loc{sk: id * 3, px: uint32(id), inst: uint32(len(want))}
+			want[id] = l
+			b.add(id, l)
+		}
+		var x orderIndex
+		if dup, ok := b.build(&x); !ok {
+			t.Fatalf("%+v: duplicate %d reported, there is none", c, dup)
+		}
+		if x.Len() != len(want) {
+			t.Fatalf("%+v: %d entries, want %d", c, x.Len(), len(want))
+		}
+		for i := range x.seg {
+			s := &x.seg[i]
+			if s.n*8 > len(s.slots)*7 || len(s.slots) < indexMinSlots {
+				t.Fatalf("%+v: segment %d holds %d entries in %d slots", c, i, s.n, len(s.slots))
+			}
+		}
+		for id, l := range want {
+			if got, ok := x.get(id); !ok || got != l {
+				t.Fatalf("%+v: get(%d) = %v %v, want %v", c, id, got, ok, l)
+			}
+		}
+		for id := range want {
+			x.del(id)
+			if _, ok := x.get(id); ok {
+				t.Fatalf("%+v: %d still there after del", c, id)
+			}
+			x.put(id, loc{px: 7})
+			break
+		}
+		if x.Len() != len(want) {
+			t.Fatalf("%+v: %d entries after a del and a put, want %d", c, x.Len(), len(want))
+		}
+	}
+	var b indexBatch
+	b.reserve(100, 100)
+	for id := uint64(1); id <= 100; id++ {
+		b.add(id, loc{})
+	}
+	b.add(42, loc{px: 1})
+	var x orderIndex
+	if dup, ok := b.build(&x); ok || dup != 42 {
+		t.Fatalf("build of a batch holding 42 twice: %d %v, want 42 false", dup, ok)
+	}
+}

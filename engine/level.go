@@ -219,11 +219,23 @@ func maxFreeBufs(shift uint8) int { return (512 << 10) / (32 << shift) }
 // book that grows allocates once per slab, not once per level or chunk.
 const slabBytes = 8 << 10
 
-func (p *levelPool) buf(shift uint8) []order {
+// restoreSlabBytes is the slab size of a restore's chunk buffers (see
+// fill): a restore allocates all of a book's buffers at once, and an 8 KiB
+// slab costs about a microsecond of the allocator's time, several
+// nanoseconds an order. Larger slabs pin more memory while any one of
+// their buffers lives, but a restore carves them in price order, so a
+// slab holds adjacent levels, which mostly live and empty together.
+const restoreSlabBytes = 32 << 10
+
+func (p *levelPool) buf(shift uint8) []order { return p.bufFrom(shift, slabBytes) }
+
+// bufFrom returns a buffer of 1<<shift slots, refilling the free list
+// from a slab of slab bytes when it is empty.
+func (p *levelPool) bufFrom(shift uint8, slab int) []order {
 	fl := &p.bufs[classOf(shift)]
 	if len(*fl) == 0 {
 		size := 1 << shift
-		n := max(1, slabBytes/(32*size))
+		n := max(1, slab/(32*size))
 		slab := make([]order, n*size)
 		for i := range n {
 			*fl = append(*fl, slab[i*size:(i+1)*size:(i+1)*size])
@@ -389,18 +401,19 @@ func (p *levelPool) pop(l *level, s uint64) order {
 
 // fill lays the orders out in l, which must be the writer's and hold no
 // chunks, from slot 0 in chunks of 1<<shift slots, adding them to the
-// totals.
+// totals. New buffers come in slabs of slab bytes (slabBytes, or
+// restoreSlabBytes for a restore).
 //
 // l's chunk list is first fitted to the chunks the orders need (see
 // listCap), so a level that grew a long list at a smaller chunk size does
 // not keep it: a list entry is 40 bytes a chunk.
-func (p *levelPool) fill(l *level, orders []order, shift uint8) {
+func (p *levelPool) fill(l *level, orders []order, shift uint8, slab int) {
 	l.shift, l.first, l.head, l.next = shift, 0, 0, 0
 	if c := listCap((len(orders) + 1<<shift - 1) >> shift); cap(l.chunks) != c {
 		p.relist(l, c)
 	}
 	for len(orders) > 0 {
-		b := p.buf(shift)
+		b := p.bufFrom(shift, slab)
 		n := copy(b, orders)
 		clear(b[n:])
 		l.chunks = append(l.chunks, chunk{s: b, epoch: p.epoch, live: int32(n)})

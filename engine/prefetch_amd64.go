@@ -13,3 +13,8 @@ func prefetchChunks(p *chunk, n int)
 
 //go:noescape
 func prefetchOrders(p *order, n int)
+
+// prefetchSlot asks for the cache line holding *p (one prefetch, no loop).
+//
+//go:noescape
+func prefetchSlot(p *indexSlot)

@@ -44,3 +44,9 @@ loop2:
 	JMP  loop2
 done2:
 	RET
+
+// func prefetchSlot(p *indexSlot)
+TEXT ·prefetchSlot(SB), NOSPLIT, $0-8
+	MOVQ p+0(FP), AX
+	PREFETCHT0 (AX)
+	RET

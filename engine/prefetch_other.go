@@ -7,3 +7,4 @@ package engine
 func prefetchLevel(*level, int)  {}
 func prefetchChunks(*chunk, int) {}
 func prefetchOrders(*order, int) {}
+func prefetchSlot(*indexSlot)    {}

@@ -43,13 +43,52 @@ type Restorer struct {
 	prevTrigger trigger
 	// Consecutive orders at one price of one side of one book accumulate
 	// here and enter the level tree once.
-	run     level
-	runBook *book
-	runSide int
-	runOrd  []order // the run's orders
+	runPrice int64
+	runBook  *book
+	runSide  int
+	runOrd   []order // the run's orders
+	// The levels of the side being restored, added to its tree as their
+	// runs end and to its map, made to their number, when the side ends.
+	sideBook *book
+	sideSide int
+	sideLv   []*level
 	// Index entries, inserted at the end in cache-friendly batches.
 	ids      indexBatch
 	lastBook *book
+	// acache is a direct-mapped cache in front of the engine's account
+	// map: a book has far fewer accounts than orders, and a hit costs a
+	// multiply and a compare where the map costs a hash probe. Its size
+	// (a power of two, 1<<(64-ashift) entries) follows the header's order
+	// count, so a small restore does not clear a large cache.
+	acache []acctEntry
+	ashift uint
+}
+
+// The account cache holds between 1<<minAcctBits and 1<<maxAcctBits
+// entries of 16 bytes (64 KiB at most, about one entry per 64 orders): a
+// larger one misses the processor's second-level cache as often as it
+// saves a map probe.
+const (
+	minAcctBits = 6
+	maxAcctBits = 12
+)
+
+// acctEntry caches the dense number of an account; no is the number plus
+// one, 0 for an empty entry.
+type acctEntry struct {
+	account uint64
+	no      uint64
+}
+
+// acct returns the dense number of account in the engine being built.
+func (r *Restorer) acct(account uint64) uint32 {
+	c := &r.acache[(account*0x9E3779B97F4A7C15)>>r.ashift]
+	if c.no != 0 && c.account == account {
+		return uint32(c.no - 1)
+	}
+	n := r.st.acct(account)
+	*c = acctEntry{account: account, no: uint64(n) + 1}
+	return n
 }
 
 const (
@@ -133,18 +172,32 @@ func (r *Restorer) OnHeader(h Header) error {
 	if h.NextSeq == 0 || h.NextSeq > maxRestoreSeq {
 		return r.fail("next sequence %d outside [1, 2^55]", h.NextSeq)
 	}
-	// The header's counts size the index batch up front, but only up to
-	// maxPrealloc entries: a corrupt header must not make the restorer
-	// allocate gigabytes before the first record. Past it the batch grows.
+	// The header's counts size the index batch, but only maxPrealloc
+	// entries are allocated up front: a corrupt header must not make the
+	// restorer allocate gigabytes before the first record. Past them the
+	// batch grows as entries arrive, towards the header's count.
 	const maxPrealloc = 1 << 20
 	r.hd = h
 	r.st = New()
 	r.st.fl = r.e.fl
 	r.st.nextSeq = h.NextSeq
-	r.ids.reserve(int(min(h.Orders, maxPrealloc) + min(h.Triggers, maxPrealloc)))
+	r.ids.reserve(sat(h.Orders, h.Triggers), maxPrealloc)
+	bits := uint(minAcctBits)
+	for bits < maxAcctBits && uint64(1)<<(bits+6) < h.Orders {
+		bits++
+	}
+	r.acache, r.ashift = make([]acctEntry, 1<<bits), 64-bits
 	r.sum = HashHeader(h.Version, h.NextSeq)
 	r.phase = phaseSources
 	return nil
+}
+
+// sat returns a+b, or the largest uint64 if that overflows.
+func sat(a, b uint64) uint64 {
+	if a+b < a {
+		return ^uint64(0)
+	}
+	return a + b
 }
 
 // OnSourceHighWater implements [Sink].
@@ -239,26 +292,54 @@ func (r *Restorer) OnResting(instrument uint32, side Side, orderID, account uint
 	if r.n[2] == r.hd.Orders {
 		return r.fail("more than the header's %d resting orders", r.hd.Orders)
 	}
+	if rb := r.runBook; rb != nil && rb.id == instrument && r.runSide == int(side)-1 && r.runPrice == price {
+		return r.nextInRun(rb, side, orderID, account, price, qty, seq, stp, post)
+	}
 	b, err := r.checkOrder("resting order", instrument, side, orderID, price, qty, seq, stp)
 	if err != nil {
 		return err
 	}
 	si := sideIndex(side)
-	o := order{pa: pxAcct(b.ticks(price), r.st.acct(account)), sk: packSK(seq, stp, post, side), id: orderID, qty: qty}
+	o := order{pa: pxAcct(b.ticks(price), r.acct(account)), sk: packSK(seq, stp, post, side), id: orderID, qty: qty}
 	if r.n[2] > 0 && !(r.prevInst < instrument || (r.prevInst == instrument && (r.prevSide < side ||
 		(r.prevSide == side && sortsBefore(side, r.prevOrder, o))))) {
 		return r.fail("resting order %d out of stream order", orderID)
 	}
 	r.prevInst, r.prevSide, r.prevOrder = instrument, side, o
 	r.n[2]++
-	r.sum += HashResting(instrument, side, orderID, account, price, qty, seq, stp, post)
-	if r.runBook == b && r.runSide == si && r.run.price == price {
+	if r.runBook == b && r.runSide == si && r.runPrice == price {
 		r.runOrd = append(r.runOrd, o)
 		return nil
 	}
 	r.flushRun()
-	r.runBook, r.runSide, r.run = b, si, level{price: price}
+	r.runBook, r.runSide, r.runPrice = b, si, price
 	r.runOrd = append(r.runOrd[:0], o)
+	return nil
+}
+
+// nextInRun is OnResting for an order of the current run: the same
+// instrument, side and price as the order before it, which passed every
+// check that depends on them (the instrument, the side, the price's tick
+// and band) and gave the run its price in ticks. It makes the checks that
+// remain, in checkOrder's order, and holds the run to arrival order.
+func (r *Restorer) nextInRun(b *book, side Side, orderID, account uint64, price, qty int64, seq uint64, stp STP, post bool) error {
+	switch {
+	case orderID == 0:
+		return r.fail("resting order: order id 0")
+	case b.checkQty(qty) != ReasonNone:
+		return r.fail("resting order %d: bad quantity %d", orderID, qty)
+	case seq == 0 || seq >= r.hd.NextSeq || seq > maxSeq:
+		return r.fail("resting order %d: sequence %d outside [1, %d)", orderID, seq, r.hd.NextSeq)
+	case stp > STPDecrement:
+		return r.fail("resting order %d: bad STP mode %d", orderID, stp)
+	}
+	o := order{pa: r.prevOrder.pa&^(1<<32-1) | uint64(r.acct(account)), sk: packSK(seq, stp, post, side), id: orderID, qty: qty}
+	if r.prevOrder.sk >= o.sk {
+		return r.fail("resting order %d out of stream order", orderID)
+	}
+	r.prevOrder = o
+	r.n[2]++
+	r.runOrd = append(r.runOrd, o)
 	return nil
 }
 
@@ -270,13 +351,44 @@ func (r *Restorer) flushRun() {
 		return
 	}
 	b, si := r.runBook, r.runSide
-	l := b.addLevel(&r.e.lp, si, r.run.price)
-	r.e.lp.fill(l, r.runOrd, shiftFor(len(r.runOrd)))
+	// The records' digests, from the orders as the run holds them (every
+	// field of a resting-order record is there, the account by its dense
+	// number): one short loop of independent multiply chains, which the
+	// processor overlaps, rather than one long chain inside each record's
+	// callback.
+	side, price, accts := Side(si+1), r.runPrice, r.st.accts
+	for _, o := range r.runOrd {
+		r.sum += HashResting(b.id, side, o.id, accts[o.acct()], price, o.qty, skSeq(o.sk), skSTPOf(o.sk), skPostOf(o.sk))
+	}
+	if r.sideBook != b || r.sideSide != si {
+		r.flushSide()
+		r.sideBook, r.sideSide = b, si
+	}
+	l := r.e.lp.get(r.runPrice)
+	b.levels[si].ReplaceOrInsert(lvl{price: l.price, l: l})
+	r.sideLv = append(r.sideLv, l)
+	r.e.lp.fill(l, r.runOrd, shiftFor(len(r.runOrd)), restoreSlabBytes)
 	b.n[si] += len(r.runOrd)
 	for i, o := range r.runOrd {
 		r.ids.add(o.id, restLoc(uint64(i), o.sk, o.px(), b.id))
 	}
 	r.runBook = nil
+}
+
+// flushSide gives the side whose levels were restored last its level
+// table, sized for their number once (a table grown one level at a time
+// would rehash as it grows).
+func (r *Restorer) flushSide() {
+	if r.sideBook == nil {
+		return
+	}
+	m := &r.sideBook.lmap[r.sideSide]
+	m.reserve(len(r.sideLv))
+	for _, l := range r.sideLv {
+		m.put(l.price, l)
+	}
+	clear(r.sideLv)
+	r.sideLv, r.sideBook = r.sideLv[:0], nil
 }
 
 // OnArmedTrigger implements [Sink].
@@ -286,6 +398,7 @@ func (r *Restorer) OnArmedTrigger(instrument uint32, side Side, orderID, account
 		return err
 	}
 	r.flushRun()
+	r.flushSide()
 	if r.n[3] == r.hd.Triggers {
 		return r.fail("more than the header's %d armed triggers", r.hd.Triggers)
 	}
@@ -318,6 +431,7 @@ func (r *Restorer) OnEnd(sources, instruments, orders, triggers uint64, stateHas
 	}
 	r.phase = phaseTriggers // not done until every check passes
 	r.flushRun()
+	r.flushSide()
 	got := [4]uint64{sources, instruments, orders, triggers}
 	want := [4]uint64{r.hd.Sources, r.hd.Instruments, r.hd.Orders, r.hd.Triggers}
 	if got != want || r.n != want {

@@ -91,7 +91,10 @@
 // END. The handler never panics and never returns an error through Poll: it
 // records the first error, naming the fragment index and its stream
 // position, and ignores the rest; the loop returns it after Poll. Aeron's
-// Image.poll swallows a handler's exceptions, which is why.
+// Image.poll swallows a handler's exceptions, which is why. Once a batch's
+// framing has passed, its Orders entries are read in place at their
+// fixed offsets (TestOrdersOffsets ties them to the generated codec),
+// one bounds check an entry, and handed to the restorer one by one.
 //
 // The load is bounded: LoadOptions.MaxFragments caps the fragments read,
 // and IdlePolls consecutive empty polls (default 1, for a complete

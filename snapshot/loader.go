@@ -50,7 +50,6 @@ type Loader struct {
 	bd     snapshotsbe.MeSnapshotBeginDecoder
 	sd     snapshotsbe.SourceHwmDecoder
 	kd     snapshotsbe.MarkDecoder
-	od     snapshotsbe.OrdersDecoder
 	td     snapshotsbe.TriggersDecoder
 	ed     snapshotsbe.EndDecoder
 	handle stream.FragmentHandler
@@ -318,28 +317,42 @@ func (l *Loader) batch(msg []byte, pos int64, name string, block uint16, entry i
 	return n, true
 }
 
+// Field offsets of an Orders entry (snapshotsbe's OrdersEntries, block
+// length orderLength): onOrders reads the entries in place.
+const (
+	ordOrderID    = 0
+	ordAccount    = 8
+	ordPrice      = 16
+	ordQty        = 24
+	ordSeq        = 32
+	ordInstrument = 40
+	ordSide       = 44
+	ordSTP        = 45
+	ordPostOnly   = 46
+)
+
+// onOrders feeds an Orders batch's entries to the restorer. batch has
+// checked the group header (entry length orderLength, n entries that fit
+// the message), so the entries are read in place at fixed offsets, with
+// one bounds check an entry, rather than through the group decoder's
+// per-field checks; the fields are those of snapshotsbe.OrdersEntries
+// (TestOrdersOffsets holds the two together).
 func (l *Loader) onOrders(msg []byte, pos int64, block uint16) error {
-	if _, ok := l.batch(msg, pos, "Orders", block, orderLength); !ok {
+	n, ok := l.batch(msg, pos, "Orders", block, orderLength)
+	if !ok {
 		return nil
 	}
-	d := &l.od
-	if err := d.WrapWithHeader(msg[:l.used], 0); err != nil {
-		return err
-	}
-	g, err := d.Entries()
-	if err != nil {
-		return err
-	}
-	for g.HasNext() {
-		if _, err := g.Next(); err != nil {
-			return err
-		}
-		post, err := boolFrom(g.PostOnly())
+	le := binary.LittleEndian
+	ents := msg[batchHeader : batchHeader+n*orderLength]
+	for len(ents) >= orderLength {
+		e := ents[:orderLength:orderLength]
+		ents = ents[orderLength:]
+		post, err := boolFrom(snapshotsbe.Bool(e[ordPostOnly]))
 		if err != nil {
 			return err
 		}
-		if err := l.r.OnResting(g.Instrument(), engine.Side(g.Side()), g.OrderId(), g.Account(), g.Price(), g.Qty(), g.Seq(),
-			engine.STP(g.Stp()), post); err != nil {
+		if err := l.r.OnResting(le.Uint32(e[ordInstrument:]), engine.Side(e[ordSide]), le.Uint64(e[ordOrderID:]), le.Uint64(e[ordAccount:]),
+			int64(le.Uint64(e[ordPrice:])), int64(le.Uint64(e[ordQty:])), le.Uint64(e[ordSeq:]), engine.STP(e[ordSTP]), post); err != nil {
 			return err
 		}
 	}
