@@ -118,12 +118,12 @@
 // ([DefaultParallelMin], from a measured crossover: docs/performance.md),
 // the book is cut with [engine.Frozen.AppendPartitions] into partitions of
 // about [Publisher.PartitionOrders] orders, at least four per worker. Partition i
-// is encoded by whichever worker takes it into pooled slot i mod 2n,
-// through the generated flyweight (the same encodeOrder the linear path
-// uses); the caller's goroutine walks everything but the resting orders
+// is encoded by whichever worker takes it into pooled slot i mod 2n, its
+// entries back to back (the same putOrder the linear path uses); the
+// caller's goroutine walks everything but the resting orders
 // (Frozen.SnapshotWithoutOrders) and, where the orders belong, stitches the
 // partitions in order into Orders batches claimed exactly as a linear take
-// claims them (same batch sizes, frames, headers and ResetCountToIndex,
+// claims them (same batch sizes, frames, headers and group counts,
 // same checksum over the same bytes), handing out partition i+2n as soon as
 // partition i's slot is copied. So stitching overlaps encoding, and the
 // pooled memory is 2n partitions, never the whole book. End's state hash is
