@@ -38,11 +38,13 @@
 // triggers at MTU 1,408; 1,392 or 1,128 at 65,504; see [BatchCapacity]),
 // and the claim is exactly 12 + n*entry bytes. The header and group
 // dimensions are written when the claim is taken, with count n; each
-// OnResting or OnArmedTrigger encodes one entry in place through the
-// generated flyweight. When the batch is full, the record kind changes or
-// the stream ends, the batch is closed: ResetCountToIndex rewrites the
-// count to the entries written, the unused tail is zeroed, and the claim is
-// committed.
+// OnArmedTrigger encodes one entry in place through the generated
+// flyweight, each OnResting through putOrder (one bounds check and nine
+// stores at the flyweight's offsets, checked against it by a test). When
+// the batch is full, the record kind changes or the stream ends, the batch
+// is closed: the count is rewritten to the entries written (the trigger
+// flyweight's ResetCountToIndex; setGroupCount for orders), the unused
+// tail is zeroed, and the claim is committed.
 //
 // A claim cannot shrink: logbuf's Claim, like Aeron's BufferClaim, has a
 // fixed frame length, and the frame header is written with it at claim
