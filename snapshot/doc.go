@@ -38,11 +38,13 @@
 // triggers at MTU 1,408; 1,392 or 1,128 at 65,504; see [BatchCapacity]),
 // and the claim is exactly 12 + n*entry bytes. The header and group
 // dimensions are written when the claim is taken, with count n; each
-// OnResting or OnArmedTrigger encodes one entry in place through the
-// generated flyweight. When the batch is full, the record kind changes or
-// the stream ends, the batch is closed: ResetCountToIndex rewrites the
-// count to the entries written, the unused tail is zeroed, and the claim is
-// committed.
+// OnArmedTrigger encodes one entry in place through the generated
+// flyweight, each OnResting through putOrder (one bounds check and nine
+// stores at the flyweight's offsets, checked against it by a test). When
+// the batch is full, the record kind changes or the stream ends, the batch
+// is closed: the count is rewritten to the entries written (the trigger
+// flyweight's ResetCountToIndex; setGroupCount for orders), the unused
+// tail is zeroed, and the claim is committed.
 //
 // A claim cannot shrink: logbuf's Claim, like Aeron's BufferClaim, has a
 // fixed frame length, and the frame header is written with it at claim
@@ -118,12 +120,12 @@
 // ([DefaultParallelMin], from a measured crossover: docs/performance.md),
 // the book is cut with [engine.Frozen.AppendPartitions] into partitions of
 // about [Publisher.PartitionOrders] orders, at least four per worker. Partition i
-// is encoded by whichever worker takes it into pooled slot i mod 2n,
-// through the generated flyweight (the same encodeOrder the linear path
-// uses); the caller's goroutine walks everything but the resting orders
+// is encoded by whichever worker takes it into pooled slot i mod 2n, its
+// entries back to back (the same putOrder the linear path uses); the
+// caller's goroutine walks everything but the resting orders
 // (Frozen.SnapshotWithoutOrders) and, where the orders belong, stitches the
 // partitions in order into Orders batches claimed exactly as a linear take
-// claims them (same batch sizes, frames, headers and ResetCountToIndex,
+// claims them (same batch sizes, frames, headers and group counts,
 // same checksum over the same bytes), handing out partition i+2n as soon as
 // partition i's slot is copied. So stitching overlaps encoding, and the
 // pooled memory is 2n partitions, never the whole book. End's state hash is

@@ -7,7 +7,6 @@ import (
 	"sync"
 
 	"github.com/matchlog/matchlog/engine"
-	"github.com/matchlog/matchlog/sbe/snapshotsbe"
 )
 
 // DefaultParallelMin is the default [Publisher.ParallelMin]: below it a
@@ -111,43 +110,24 @@ type parallel struct {
 	sum        uint64 // sum of the partitions' hash sums
 }
 
-// partBuf is one slot's pooled buffer: a run of chunks, each an Orders
-// message of chunk entries encoded through the generated flyweight; the
-// owner copies the entries out.
+// partBuf is one slot's pooled buffer: the partition's Orders entries,
+// encoded back to back by putOrder (the linear path's encoder); the owner
+// copies them out into the claimed batches.
 type partBuf struct {
 	buf    []byte
-	ord    snapshotsbe.OrdersEncoder
-	og     *snapshotsbe.OrdersEntriesEncoder
-	chunk  int
-	chunks int
 	n, sum uint64
 }
 
-func (b *partBuf) chunkLen() int { return batchHeader + b.chunk*orderLength }
-
 // OnResting implements [engine.RestingSink].
 func (b *partBuf) OnResting(instrument uint32, side engine.Side, orderID, account uint64, price, qty int64, seq uint64, stp engine.STP, post bool) error {
-	if b.og == nil || b.og.Index() == b.og.Count() {
-		off := b.chunks * b.chunkLen()
-		if need := off + b.chunkLen(); need > len(b.buf) {
-			nb := make([]byte, max(need, 2*len(b.buf)))
-			copy(nb, b.buf)
-			b.buf = nb
-		}
-		err := b.ord.WrapAndApplyHeader(b.buf, off)
-		if err == nil {
-			b.og, err = b.ord.EntriesCount(b.chunk)
-		}
-		if err != nil {
-			return err
-		}
-		b.chunks++
+	off := int(b.n) * orderLength
+	if off+orderLength > len(b.buf) {
+		nb := make([]byte, max(off+orderLength, 2*len(b.buf), 1024*orderLength))
+		copy(nb, b.buf[:off])
+		b.buf = nb
 	}
-	g, err := b.og.Next()
-	if err != nil {
-		return err
-	}
-	encodeOrder(g, instrument, side, orderID, account, price, qty, seq, stp, post)
+	putOrder(b.buf[off:off+orderLength], instrument, side, orderID, account, price, qty, seq, stp, post)
+	b.n++
 	return nil
 }
 
@@ -165,7 +145,6 @@ func (p *Publisher) StartWorkers(n int) error {
 	q := &parallel{workers: n, jobs: make(chan int, slots), done: make([]chan error, slots), bufs: make([]partBuf, slots)}
 	for i := range slots {
 		q.done[i] = make(chan error, 1)
-		q.bufs[i].chunk = p.nOrders
 	}
 	q.wg.Add(n)
 	for range n {
@@ -191,13 +170,17 @@ func (q *parallel) run() {
 	for pi := range q.jobs {
 		slot := pi % len(q.bufs)
 		b := &q.bufs[slot]
-		b.og, b.chunks, b.n, b.sum = nil, 0, 0, 0
+		b.n, b.sum = 0, 0
 		var err error
 		if q.fail != nil {
 			err = q.fail(pi)
 		}
 		if err == nil {
-			b.n, b.sum, err = q.parts[pi].Emit(b)
+			var n uint64
+			n, b.sum, err = q.parts[pi].Emit(b)
+			if err == nil && n != b.n {
+				err = fmt.Errorf("%w: partition %d emitted %d orders and encoded %d", ErrPublish, pi, n, b.n)
+			}
 		}
 		q.done[slot] <- err
 	}
@@ -322,27 +305,17 @@ func (p *Publisher) stitch() error {
 
 // stitchPart copies one partition's entries.
 func (p *Publisher) stitchPart(b *partBuf) error {
-	left := int(b.n)
-	for c := 0; c < b.chunks && left > 0; c++ {
-		k := min(left, b.chunk)
-		left -= k
-		off := c*b.chunkLen() + batchHeader
-		src := b.buf[off : off+k*orderLength]
-		for len(src) > 0 {
-			if p.kind != batchOrders || p.og.Index() == p.og.Count() {
-				if err := p.openBatch(batchOrders); err != nil {
-					return err
-				}
+	src := b.buf[:int(b.n)*orderLength]
+	for len(src) > 0 {
+		if p.kind != batchOrders || p.oi == p.ocap {
+			if err := p.openBatch(batchOrders); err != nil {
+				return err
 			}
-			m := min(p.og.Count()-p.og.Index(), len(src)/orderLength)
-			copy(p.buf[batchHeader+p.og.Index()*orderLength:], src[:m*orderLength])
-			for range m {
-				if _, err := p.og.Next(); err != nil {
-					return p.fail(err)
-				}
-			}
-			src = src[m*orderLength:]
 		}
+		m := min(p.ocap-p.oi, len(src)/orderLength)
+		copy(p.buf[batchHeader+p.oi*orderLength:], src[:m*orderLength])
+		p.oi += m
+		src = src[m*orderLength:]
 	}
 	return nil
 }
