@@ -209,6 +209,9 @@ func (o *Options) resolve() error {
 // reads may be written by another goroutine.
 type Archive struct {
 	catalogRepaired bool // Open repaired the catalog (Options.RepairCatalog)
+	// removedCompactTemp: Open removed this leftover of an interrupted
+	// compaction (compact.go).
+	removedCompactTemp string
 	fs              vfs.FS
 	dir             string
 	opts            Options
@@ -333,7 +336,12 @@ func (a *Archive) createMark() error {
 
 func (a *Archive) openCatalog() error {
 	copts := CatalogOptions{Capacity: a.opts.CatalogCapacity, SyncLevel: a.opts.CatalogSyncLevel}
-	_, err := a.fs.Stat(a.fs.Join(a.dir, CatalogFileName))
+	tmp, err := removeCompactTemp(a.fs, a.dir)
+	if err != nil {
+		return err
+	}
+	a.removedCompactTemp = tmp
+	_, err = a.fs.Stat(a.fs.Join(a.dir, CatalogFileName))
 	switch {
 	case err == nil:
 		a.cat, err = OpenCatalogFile(a.fs, a.dir, copts)

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/matchlog/matchlog/archive"
+	"github.com/matchlog/matchlog/cluster/recordinglog"
 	"github.com/matchlog/matchlog/internal/vfs"
 )
 
@@ -111,6 +112,9 @@ const startGuardWhole = 1 << 20
 // segment length more.
 func captureStart(fsys vfs.FS, subs []string) (*dirState, error) {
 	return captureWith(fsys, subs, func(fsys vfs.FS, p string) (*fileState, error) {
+		if strings.HasSuffix(p, "/"+archive.CompactTempName) || strings.HasSuffix(p, "/"+recordinglog.CompactTempName) {
+			return nil, nil // an interrupted compaction's leftover: the start removes it
+		}
 		if strings.HasSuffix(p, archive.SegmentSuffix) || strings.HasSuffix(p, archive.PreparedSuffix) {
 			size, err := fsys.Stat(p)
 			if err != nil {

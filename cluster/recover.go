@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -119,6 +120,12 @@ func (n *Node) open() error {
 	}
 	if len(issues) > 0 {
 		return fmt.Errorf("cluster: cannot start: %w", PlanError(issues))
+	}
+	for _, tmp := range []string{n.arc.a.RemovedCompactTemp(), n.rlog.RemovedCompactTemp()} {
+		if tmp != "" {
+			n.opts.Logger.LogAttrs(context.Background(), slog.LevelWarn, "removed the leftover of an interrupted compaction",
+				slog.String("file", tmp), slog.String("why", "a crash before its rename: the file it was to replace is the old one, in place"))
+		}
 	}
 	n.logPlan(plan)
 	if err := n.recover(plan); err != nil {
