@@ -212,10 +212,10 @@ type Archive struct {
 	// removedCompactTemp: Open removed this leftover of an interrupted
 	// compaction (compact.go).
 	removedCompactTemp string
-	fs              vfs.FS
-	dir             string
-	opts            Options
-	cat             *Catalog
+	fs                 vfs.FS
+	dir                string
+	opts               Options
+	cat                *Catalog
 
 	// mu is the catalog mutex: it guards cat, recordings, replays,
 	// deletes and retention.
