@@ -2,12 +2,14 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
 	"time"
 
 	"github.com/matchlog/matchlog/archive"
 	"github.com/matchlog/matchlog/cluster/recordinglog"
+	"github.com/matchlog/matchlog/internal/vfs"
 )
 
 // Compaction by automatic retention
@@ -145,4 +147,77 @@ func (n *Node) retentionCompactCatalog() int {
 		slog.Int64("bytes_before", res.UsedBefore), slog.Int64("bytes_after", res.UsedAfter), slog.Int64("capacity", res.Capacity),
 		slog.Int64("next_recording_id", res.NextRecordingID), slog.Duration("took", time.Since(t0)))
 	return 1
+}
+
+// DirCompaction reports CompactDir.
+type DirCompaction struct {
+	// RecordingLog is nil when the directory has no recording.log.
+	RecordingLog *recordinglog.Compaction
+	// RemovedLogTemp names a leftover recordinglog.CompactTempName removed.
+	RemovedLogTemp string
+	Catalog        *archive.CatalogCompaction
+}
+
+// CompactDir compacts a stopped node directory (ours or real Aeron's:
+// cluster/ and archive/), which the caller has checked no process runs
+// in: first recording.log (recordinglog.Log.Compact, judged against the
+// catalog and the segment files as they are), then the catalog
+// (archive.CompactCatalogDir, with opts). recording.log goes first so that
+// a failure or a crash between the two leaves DELETED catalog entries that
+// no entry names, never an entry naming a recording the catalog has
+// forgotten. A recording.log that does not decode whole (a torn tail
+// included) is refused before anything is written; so is a catalog that
+// does not open.
+func CompactDir(fsys vfs.FS, dir string, opts archive.CompactOptions) (*DirCompaction, error) {
+	cdir, adir := fsys.Join(dir, ClusterDirName), fsys.Join(dir, ArchiveDirName)
+	res := &DirCompaction{}
+	cat, err := archive.OpenCatalogFile(fsys, adir, archive.CatalogOptions{ReadOnly: true})
+	if err != nil {
+		return nil, err
+	}
+	names, err := fsys.List(adir)
+	if err != nil {
+		cat.Close()
+		return nil, err
+	}
+	files := map[int64]bool{}
+	for _, name := range names {
+		if id, _, err := archive.ParseSegmentFileName(name); err == nil && strings.HasSuffix(name, archive.SegmentSuffix) {
+			files[id] = true
+		}
+	}
+	l, err := recordinglog.Open(fsys, cdir, recordinglog.Options{SyncLevel: 1})
+	switch {
+	case err == nil:
+		res.RemovedLogTemp = l.RemovedCompactTemp()
+		copts := recordinglog.CompactOptions{LogStart: -1, Gone: func(id int64) bool {
+			if files[id] {
+				return false
+			}
+			_, err := cat.Descriptor(id)
+			return err != nil
+		}}
+		if term, ok := l.FindLastTerm(); ok {
+			if d, err := cat.Descriptor(term.RecordingID); err == nil {
+				copts.LogStart = d.StartPosition
+			}
+		}
+		res.RecordingLog, err = l.Compact(copts)
+		if cerr := l.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			cat.Close()
+			return nil, err
+		}
+	case errors.Is(err, vfs.ErrNotExist):
+	default:
+		cat.Close()
+		return nil, err
+	}
+	cat.Close()
+	if res.Catalog, err = archive.CompactCatalogDir(fsys, adir, opts); err != nil {
+		return res, err
+	}
+	return res, nil
 }

@@ -37,12 +37,17 @@ import (
 // So an entry is dropped only if it is one of:
 //
 //   - a SNAPSHOT entry (not a STANDBY_SNAPSHOT: its recording is another
-//     archive's) that is invalid, whose recording is gone from the archive
-//     (no VALID catalog entry and no segment file: CompactOptions.Gone),
-//     and whose log position is below that of every valid consensus-module
-//     snapshot (so below every set recovery, invalidate-latest-snapshot or
-//     revalidate can reach); with no valid consensus-module snapshot no
-//     SNAPSHOT entry is dropped;
+//     archive's), valid or not, whose recording is gone from the archive
+//     (no VALID catalog entry and no segment file: CompactOptions.Gone:
+//     a set naming it can never be loaded again), and whose log position
+//     is below that of every valid consensus-module snapshot whose
+//     recording is still there (so below the latest set recovery uses,
+//     below every set invalidate-latest-snapshot can fall back to and
+//     load, and below every invalid set revalidate reaches, which are above
+//     the latest valid one); with no such consensus-module snapshot no
+//     SNAPSHOT entry is dropped. Aeron's archive purge and `matchlog
+//     retention purge` leave such entries valid, automatic retention
+//     invalidates them first;
 //   - a TERM entry (valid or not) of a term that ended at or before the
 //     log recording's start A (CompactOptions.LogStart: its logPosition
 //     is committed and ≤ A), of a term id below that of the last valid
@@ -93,17 +98,21 @@ type Compaction struct {
 // Log.Entries returns them) of the entries a compaction drops (see the
 // comment at the top of compact.go). It is a pure function.
 func CompactSelect(entries []Entry, opts CompactOptions) []int {
-	minCM, haveCM := int64(0), false
-	for i := range entries {
-		if e := &entries[i]; isValidAnySnapshot(e) && e.ServiceID == ConsensusModuleServiceID && (!haveCM || e.LogPosition < minCM) {
-			minCM, haveCM = e.LogPosition, true
-		}
-	}
 	drop := make([]bool, len(entries))
-	if haveCM && opts.Gone != nil {
+	minCM, haveCM := int64(0), false
+	if opts.Gone != nil {
 		for i := range entries {
 			e := &entries[i]
-			if e.Type == TypeSnapshot && !e.Valid && e.LogPosition < minCM && opts.Gone(e.RecordingID) {
+			if isValidAnySnapshot(e) && e.ServiceID == ConsensusModuleServiceID && (!haveCM || e.LogPosition < minCM) &&
+				(e.Type == TypeStandbySnapshot || !opts.Gone(e.RecordingID)) {
+				minCM, haveCM = e.LogPosition, true
+			}
+		}
+	}
+	if haveCM {
+		for i := range entries {
+			e := &entries[i]
+			if e.Type == TypeSnapshot && e.LogPosition < minCM && opts.Gone(e.RecordingID) {
 				drop[i] = true
 			}
 		}
