@@ -265,6 +265,12 @@ func (p *kill9Phases) mark(phase string) {
 	now := time.Now()
 	d := now.Sub(p.t)
 	p.t = now
+	p.add(phase, d)
+}
+
+// add counts d, a part of the current phase, under its own name (not
+// moving the phase's start).
+func (p *kill9Phases) add(phase string, d time.Duration) {
 	if p.early == nil {
 		p.early, p.late = map[string]time.Duration{}, map[string]time.Duration{}
 	}
@@ -652,6 +658,9 @@ func checkKilledDir(t harnessT, round int, dir string, acked []uint64, clientID 
 		fail("open after kill -9: %v", err)
 	}
 	rec := node.Recovery()
+	if m.phases != nil {
+		m.phases.add("open-capture", rec.Capture)
+	}
 	for _, r := range rec.Archive {
 		if r.RecordingID != node.LogRecordingID() {
 			k.snapshot = true
