@@ -40,8 +40,9 @@ import (
 //     archive's), valid or not, whose recording is gone from the archive
 //     (no VALID catalog entry and no segment file: CompactOptions.Gone:
 //     a set naming it can never be loaded again), and whose log position
-//     is below that of every valid consensus-module snapshot whose
-//     recording is still there (so below the latest set recovery uses,
+//     is below that of every valid consensus-module SNAPSHOT whose
+//     recording is still there (a STANDBY_SNAPSHOT does not count: the
+//     local recovery plan does not use one) (so below the latest set recovery uses,
 //     below every set invalidate-latest-snapshot can fall back to and
 //     load, and below every invalid set revalidate reaches, which are above
 //     the latest valid one); with no such consensus-module snapshot no
@@ -103,8 +104,7 @@ func CompactSelect(entries []Entry, opts CompactOptions) []int {
 	if opts.Gone != nil {
 		for i := range entries {
 			e := &entries[i]
-			if isValidAnySnapshot(e) && e.ServiceID == ConsensusModuleServiceID && (!haveCM || e.LogPosition < minCM) &&
-				(e.Type == TypeStandbySnapshot || !opts.Gone(e.RecordingID)) {
+			if isValidSnapshot(e) && e.ServiceID == ConsensusModuleServiceID && (!haveCM || e.LogPosition < minCM) && !opts.Gone(e.RecordingID) {
 				minCM, haveCM = e.LogPosition, true
 			}
 		}
