@@ -1,6 +1,9 @@
 package cluster
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/matchlog/matchlog/archive"
@@ -52,6 +55,34 @@ func TestCaptureStartLargeFiles(t *testing.T) {
 		}
 		if lengthOnly && reads[name] != 0 {
 			t.Errorf("%s: read %d times, want none", name, reads[name])
+		}
+	}
+}
+
+// BenchmarkCaptureStart captures a node directory like the kill -9
+// retention test's after a kill: 45 segment files of 64 KiB and a 1 MiB
+// catalog (its default capacity), on the OS file system.
+func BenchmarkCaptureStart(b *testing.B) {
+	d := b.TempDir()
+	a, c := filepath.Join(d, ArchiveDirName), filepath.Join(d, ClusterDirName)
+	for _, dir := range []string{a, c} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			b.Fatal(err)
+		}
+	}
+	files := map[string]int{archive.CatalogFileName: archive.DefaultCatalogCapacity}
+	for i := range 45 {
+		files[fmt.Sprintf("%d-0.rec", i)] = 64 << 10
+	}
+	for name, size := range files {
+		if err := os.WriteFile(filepath.Join(a, name), make([]byte, size), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := captureStart(vfs.Default, []string{c, a}); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

@@ -164,15 +164,37 @@ func captureFile(fsys vfs.FS, p string) (*fileState, error) {
 		return nil, err
 	}
 	st := &fileState{size: size}
+	if size <= rollbackWholeFile {
+		// Read straight into the copy kept: no chunk buffer to allocate
+		// and copy from (a start captures every small file).
+		st.data = make([]byte, size)
+		err = readInto(fsys, p, st.data)
+		return st, err
+	}
 	err = readChunks(fsys, p, size, func(off int64, b []byte) {
-		if size <= rollbackWholeFile {
-			st.data = append(st.data, b...)
-			return
-		}
 		st.zero = append(st.zero, allZeroBytes(b))
 		st.sums = append(st.sums, sum64(b))
 	})
 	return st, err
+}
+
+// readInto fills b from the start of p.
+func readInto(fsys vfs.FS, p string, b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	f, err := fsys.Open(p)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if n, err := f.ReadAt(b, 0); n < len(b) {
+		if err == nil || errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return fmt.Errorf("read %s: %w", p, err)
+	}
+	return nil
 }
 
 // readChunks reads [0, size) of p in rollbackChunk pieces.
@@ -182,7 +204,7 @@ func readChunks(fsys vfs.FS, p string, size int64, fn func(off int64, b []byte))
 		return err
 	}
 	defer f.Close()
-	buf := make([]byte, rollbackChunk)
+	buf := make([]byte, min(rollbackChunk, size))
 	for off := int64(0); off < size; off += rollbackChunk {
 		b := buf[:min(int64(rollbackChunk), size-off)]
 		if n, err := f.ReadAt(b, off); n < len(b) {
