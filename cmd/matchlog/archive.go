@@ -48,10 +48,11 @@ ArchiveTool takes it:
             id is reused; --invalid also drops INVALID entries and unlinks
             their segment files, as ArchiveTool does. Of a node's archive
             (cluster/recording.log beside it), recording.log is compacted
-            first: invalid SNAPSHOT entries of recordings gone from the
-            archive below every valid snapshot, and TERM entries of terms
-            that ended before the log's start; the recovery plan is the same
-            after. Nothing is written when nothing can go
+            first: SNAPSHOT entries of recordings gone from the archive,
+            below every snapshot set that still loads, and TERM entries of
+            terms that ended before the log's start; the recovery plan and
+            the retention verdict are the same after. Nothing is written
+            when nothing can go
 
 detach and purge of a node's archive (cluster/recording.log beside it, ours or
 Aeron's) refuse to move the log recording's start past C, the greatest segment
@@ -60,9 +61,10 @@ such set, any detach of the log), and any detach of a snapshot recording: the
 error names S, C and the position asked for. --unsafe-past-snapshot overrides
 and says so in the output. 'matchlog retention plan' computes a safe cutoff.
 
-detach, delete, purge, compact and verify --truncate|--mark-invalid refuse a directory
-whose archive-mark.dat shows a live archive (activity within 10 s and its
-process still running). detach, delete and purge check the request first, so a
+detach, delete, purge, compact and verify --truncate|--mark-invalid refuse a
+directory whose archive-mark.dat shows a live archive (activity within 10 s and
+its process still running; compact of a node's archive also a live node).
+detach, delete and purge check the request first, so a
 refused one changes nothing; then they open the archive as a restart would (a
 fresh mark file, recordings left active by a crash settled).
 
