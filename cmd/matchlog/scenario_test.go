@@ -128,7 +128,8 @@ func TestRetentionScenarioFiles(t *testing.T) {
 // stopped directory compacted (`matchlog archive compact`) before each
 // expectation: the verdicts, reasons, costs, refusals, approvals and
 // cutoffs the files expect must all hold on the compacted directories, and
-// nodes started on them must start. The compactions must drop something.
+// nodes started on them must start. The compactions must drop something
+// (verdict-normal-restart-long-history makes TERM entries to drop).
 func TestRetentionScenarioFilesCompacted(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "retention", "*.txt"))
 	if err != nil || len(files) == 0 {
@@ -149,8 +150,8 @@ func TestRetentionScenarioFilesCompacted(t *testing.T) {
 		})
 	}
 	t.Logf("the compactions dropped %d entries", total)
-	if total == 0 {
-		t.Error("no compaction dropped anything: the test shows nothing")
+	if total < 4 { // the four terms before the purged log's start in verdict-normal-restart-long-history
+		t.Errorf("the compactions dropped %d entries: the test shows little", total)
 	}
 }
 
