@@ -27,8 +27,10 @@ import (
 //     SNAPSHOT with the service entries just before it; ClusterTool's
 //     invalidate-latest-snapshot walks back from the latest valid set;
 //     revalidate (ours) walks the invalid sets above the latest valid
-//     one; the consensus module looks TERMs up by term id (findTermEntry,
-//     isUnknown) for the terms it replays from the snapshot on, and a
+//     one; the consensus module looks TERMs up by term id: getTermEntry
+//     (which throws when absent) only for its current term, findTermEntry
+//     (null when absent) for the term after a follower's, isUnknown and
+//     appendTerm for the terms it replays from the snapshot on; and a
 //     snapshot's TERM must be valid for invalidate-latest-snapshot;
 //   - retention (cluster/retention, automatic retention) reads every
 //     snapshot set, valid or not, whose recordings are still in the
@@ -54,8 +56,11 @@ import (
 //     is committed and ≤ A), of a term id below that of the last valid
 //     TERM starting at or before A (the term holding A, which is kept),
 //     and named by no SNAPSHOT entry that stays: the log of such a term
-//     is gone from the archive (purged), no recovery replays it, and the
-//     chain of terms from the term holding A to the last is kept whole.
+//     is gone from the archive (purged), no recovery replays it, no
+//     follower can catch up from it (a follower that far behind needs a
+//     snapshot or a rebuild either way: the retention verdict says so),
+//     and the chain of terms from the term holding A to the last, the
+//     current one among them, is kept whole.
 //
 // Entries removed by Aeron's removeEntry (type -1) are dropped too (Aeron
 // skips them on load). Every kept entry is copied byte for byte, in file
