@@ -198,7 +198,8 @@ func (a *Archive) CatalogCounts() EntryCounts {
 
 // CompactCatalog compacts the open archive's catalog (see the comment at
 // the top of compact.go): DELETED entries whose recordings have no segment
-// file left (*.rec) are dropped, every other entry is kept byte for byte.
+// file left (*.rec) are dropped, with a sidecar index a crash left of
+// theirs; every other entry is kept byte for byte.
 // It holds the catalog mutex throughout (a recording starting or stopping
 // meanwhile waits), writes the whole catalog once and syncs it and the
 // directory, whatever the sync levels. When nothing is to be dropped it
@@ -229,6 +230,17 @@ func (a *Archive) CompactCatalog() (*CatalogCompaction, error) {
 	if err != nil || img == nil {
 		return &res, err
 	}
+	// A purge removes the recording's sidecar index after its renames; a
+	// crash between them leaves it, and once the entry is gone nothing
+	// would remove it: it goes now (it is advisory, and DELETED).
+	for _, e := range res.Dropped {
+		name := IndexFileName(e.Descriptor.RecordingID)
+		if err := a.fs.Remove(a.fs.Join(a.dir, name)); err == nil {
+			res.RemovedFiles = append(res.RemovedFiles, name)
+		} else if !errors.Is(err, vfs.ErrNotExist) {
+			return nil, fmt.Errorf("archive: compact: remove %s of DELETED recording %d: %w", name, e.Descriptor.RecordingID, err)
+		}
+	}
 	f, renamed, err := vfs.ReplaceFile(a.fs, a.dir, CatalogFileName, CompactTempName, img[:res.UsedAfter], int64(len(img)), true)
 	if !renamed {
 		return nil, fmt.Errorf("archive: compact catalog: %w", err)
@@ -245,9 +257,10 @@ func (a *Archive) CompactCatalog() (*CatalogCompaction, error) {
 
 // CompactCatalogDir compacts the catalog of the archive directory dir,
 // which no archive may have open (the caller checks the mark file): DELETED
-// entries are dropped, with any segment file of theirs still there (a
-// purge interrupted before its renames), and with opts.Invalid the INVALID
-// ones, with their segment files and sidecar indexes, as Aeron's
+// entries are dropped, with any segment file or sidecar index of theirs
+// still there (a purge interrupted before its renames), and with
+// opts.Invalid the INVALID ones, with their segment files and sidecar
+// indexes, as Aeron's
 // ArchiveTool compact does. Files are unlinked before the catalog is
 // replaced, so a crash between leaves entries without files, which the
 // next compaction drops, never files without an entry. A leftover
@@ -291,9 +304,7 @@ func CompactCatalogDir(fsys vfs.FS, dir string, opts CompactOptions) (*CatalogCo
 		for _, s := range segs[id] {
 			names = append(names, s.Name)
 		}
-		if e.State == StateInvalid {
-			names = append(names, IndexFileName(id))
-		}
+		names = append(names, IndexFileName(id))
 		for _, name := range names {
 			err := fsys.Remove(fsys.Join(dir, name))
 			if errors.Is(err, vfs.ErrNotExist) {

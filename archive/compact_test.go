@@ -382,3 +382,23 @@ func TestCompactCatalogResolvesNextID(t *testing.T) {
 		t.Fatalf("after: next %d, want 7", c.NextRecordingID())
 	}
 }
+
+// TestCompactCatalogRemovesLeftIndex: a sidecar index a crash left of a
+// purged recording (its purge removes it last) goes with the entry.
+func TestCompactCatalogRemovesLeftIndex(t *testing.T) {
+	fs, dir, opts := compactFixture(t)
+	f, err := fs.Create(fs.Join(dir, IndexFileName(3)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	a := openTest(t, fs, dir, opts)
+	res, err := a.CompactCatalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
+	if exists(fs, dir, IndexFileName(3)) || !slices.Equal(res.RemovedFiles, []string{IndexFileName(3)}) {
+		t.Fatalf("removed %v; %s still there: %v", res.RemovedFiles, IndexFileName(3), exists(fs, dir, IndexFileName(3)))
+	}
+}
