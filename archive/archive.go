@@ -614,10 +614,20 @@ func (a *Archive) segmentTimes(id int64) ([]SegmentTime, error) {
 	return segs, nil
 }
 
-// openIndex opens the sidecar index of recording id for appending; at file
-// sync level >= 1 a freshly written header is synced.
-func (a *Archive) openIndex(id int64) (*indexFile, error) {
-	x, fresh, err := openIndex(a.fs, a.dir, id)
+// startBase is the base of the segment holding d's start: the lowest
+// segment the sidecar index keeps when it is opened for appending.
+func startBase(d RecordingDescriptor) int64 {
+	if checkDescriptorGeometry(&d) != nil {
+		return 0
+	}
+	return SegmentFileBasePosition(d.StartPosition, d.StartPosition, d.TermBufferLength, d.SegmentFileLength)
+}
+
+// openIndex opens the sidecar index of recording id for appending (minBase:
+// segments below it are dropped from it); at file sync level >= 1 a
+// freshly written header is synced.
+func (a *Archive) openIndex(id, minBase int64) (*indexFile, error) {
+	x, fresh, err := openIndex(a.fs, a.dir, id, minBase, a.opts.FileSyncLevel > 0)
 	if err == nil && fresh && a.opts.FileSyncLevel > 0 {
 		if err = x.f.Sync(); err != nil {
 			x.close()
@@ -771,7 +781,7 @@ func (a *Archive) settle(i int, e CatalogEntry) (RecordingReport, error) {
 	if err := a.ensureStopSegment(d); err != nil {
 		return rr, err
 	}
-	idx, err := a.openIndex(d.RecordingID)
+	idx, err := a.openIndex(d.RecordingID, startBase(d))
 	if err != nil {
 		return rr, err
 	}

@@ -589,6 +589,22 @@ func metadataSizes(dir string, round int) string {
 	} else {
 		s += " catalog: " + err.Error()
 	}
+	adir := filepath.Join(dir, cluster.ArchiveDirName)
+	if names, err := vfs.Default.List(adir); err == nil {
+		kinds := map[string]int{}
+		var bytes int64
+		for _, n := range names {
+			kind := filepath.Ext(n)
+			if strings.HasSuffix(n, archive.PreparedSuffix) {
+				kind = archive.PreparedSuffix
+			}
+			kinds[kind]++
+			if size, err := vfs.Default.Stat(filepath.Join(adir, n)); err == nil {
+				bytes += size
+			}
+		}
+		s += fmt.Sprintf(" archive %d B in %v,", bytes, kinds)
+	}
 	if l, err := recordinglog.Open(vfs.Default, filepath.Join(dir, cluster.ClusterDirName), recordinglog.Options{ReadOnly: true, Repair: true}); err == nil {
 		s += fmt.Sprintf(", recording.log %d entries %d B", len(l.Entries()), l.Size())
 		l.Close()
