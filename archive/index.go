@@ -107,7 +107,7 @@ type indexFile struct {
 	records int64
 	minBase int64
 	sync    bool
-	rec  [indexRecordLength]byte
+	rec     [indexRecordLength]byte
 	// filedBase, filedTs and filedPos are the last appended record.
 	filedBase int64
 	filedTs   int64
