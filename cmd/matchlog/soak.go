@@ -603,7 +603,7 @@ func metadataSizes(dir string, round int) string {
 				bytes += size
 			}
 		}
-		s += fmt.Sprintf(" archive %d B in %v,", bytes, kinds)
+		s += fmt.Sprintf(", archive %d B in %v", bytes, kinds)
 	}
 	if l, err := recordinglog.Open(vfs.Default, filepath.Join(dir, cluster.ClusterDirName), recordinglog.Options{ReadOnly: true, Repair: true}); err == nil {
 		s += fmt.Sprintf(", recording.log %d entries %d B", len(l.Entries()), l.Size())
