@@ -10,8 +10,9 @@ import (
 	"github.com/matchlog/matchlog/internal/vfs"
 )
 
-// TestCaptureStartLargeFiles: the start's capture keeps a large segment
-// and a large prepared segment (*.rec.prep) by length only, without
+// TestCaptureStartLargeFiles: the start's capture keeps a large segment,
+// a large prepared segment (*.rec.prep) and a large segment waiting to be
+// unlinked (*.rec.deleted) by length only, without
 // reading them, and other files by content (chunk sums above
 // rollbackWholeFile).
 func TestCaptureStartLargeFiles(t *testing.T) {
@@ -23,6 +24,7 @@ func TestCaptureStartLargeFiles(t *testing.T) {
 	files := map[string]bool{ // name -> kept by length only
 		"n/archive/0-0.rec":                            true,
 		"n/archive/0-4194304" + archive.PreparedSuffix: true,
+		"n/archive/1-0.rec" + archive.DeletedSuffix:    true,
 		"n/archive/0.idx":                              false,
 	}
 	for name := range files {
