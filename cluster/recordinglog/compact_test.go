@@ -195,6 +195,15 @@ func TestCompactSelectKeeps(t *testing.T) {
 	if n := count(recordinglog.CompactOptions{LogStart: a.start, Gone: func(id int64) bool { return id == 10 || id == 11 || id == 99 }}, recordinglog.TypeSnapshot); n != 2 {
 		t.Errorf("recordings 10, 11 gone: %d snapshot entries dropped, want 2 (those of 12, 13 stay: their recordings are there)", n)
 	}
+	// The invalidated latest set (5500, recordings 20 and 21) stays even
+	// with its recordings gone: it is above the loadable sets, where
+	// revalidate looks.
+	above := recordinglog.CompactOptions{LogStart: a.start, Gone: func(id int64) bool { return a.opts().Gone(id) || id == 20 || id == 21 }}
+	for _, i := range recordinglog.CompactSelect(es, above) {
+		if es[i].LogPosition >= 3500 && es[i].Type == recordinglog.TypeSnapshot {
+			t.Errorf("dropped %v, above the oldest loadable set", es[i])
+		}
+	}
 	// Only standby snapshots loadable: nothing goes.
 	onlyStandby := recordinglog.CompactOptions{LogStart: a.start, Gone: func(id int64) bool { return id != 99 }}
 	if n := count(onlyStandby, recordinglog.TypeSnapshot); n != 0 {
