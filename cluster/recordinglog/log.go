@@ -95,10 +95,13 @@ func Open(fsys vfs.FS, dir string, opts Options) (*Log, error) {
 	var err error
 	var removed string
 	if !opts.ReadOnly {
-		if _, serr := fsys.Stat(path); serr == nil {
+		switch _, serr := fsys.Stat(path); {
+		case serr == nil:
 			if removed, err = removeCompactTemp(fsys, dir); err != nil {
 				return nil, err
 			}
+		case !errors.Is(serr, vfs.ErrNotExist):
+			return nil, fmt.Errorf("recordinglog: open: %w", serr)
 		}
 	}
 	if opts.ReadOnly {
