@@ -209,10 +209,13 @@ func (o *Options) resolve() error {
 // reads may be written by another goroutine.
 type Archive struct {
 	catalogRepaired bool // Open repaired the catalog (Options.RepairCatalog)
-	fs              vfs.FS
-	dir             string
-	opts            Options
-	cat             *Catalog
+	// removedCompactTemp: Open removed this leftover of an interrupted
+	// compaction (compact.go).
+	removedCompactTemp string
+	fs                 vfs.FS
+	dir                string
+	opts               Options
+	cat                *Catalog
 
 	// mu is the catalog mutex: it guards cat, recordings, replays,
 	// deletes and retention.
@@ -333,7 +336,12 @@ func (a *Archive) createMark() error {
 
 func (a *Archive) openCatalog() error {
 	copts := CatalogOptions{Capacity: a.opts.CatalogCapacity, SyncLevel: a.opts.CatalogSyncLevel}
-	_, err := a.fs.Stat(a.fs.Join(a.dir, CatalogFileName))
+	tmp, err := removeCompactTemp(a.fs, a.dir)
+	if err != nil {
+		return err
+	}
+	a.removedCompactTemp = tmp
+	_, err = a.fs.Stat(a.fs.Join(a.dir, CatalogFileName))
 	switch {
 	case err == nil:
 		a.cat, err = OpenCatalogFile(a.fs, a.dir, copts)
@@ -606,10 +614,20 @@ func (a *Archive) segmentTimes(id int64) ([]SegmentTime, error) {
 	return segs, nil
 }
 
-// openIndex opens the sidecar index of recording id for appending; at file
-// sync level >= 1 a freshly written header is synced.
-func (a *Archive) openIndex(id int64) (*indexFile, error) {
-	x, fresh, err := openIndex(a.fs, a.dir, id)
+// startBase is the base of the segment holding d's start: the lowest
+// segment the sidecar index keeps when it is opened for appending.
+func startBase(d RecordingDescriptor) int64 {
+	if checkDescriptorGeometry(&d) != nil {
+		return 0
+	}
+	return SegmentFileBasePosition(d.StartPosition, d.StartPosition, d.TermBufferLength, d.SegmentFileLength)
+}
+
+// openIndex opens the sidecar index of recording id for appending (minBase:
+// segments below it are dropped from it); at file sync level >= 1 a
+// freshly written header is synced.
+func (a *Archive) openIndex(id, minBase int64) (*indexFile, error) {
+	x, fresh, err := openIndex(a.fs, a.dir, id, minBase, a.opts.FileSyncLevel > 0)
 	if err == nil && fresh && a.opts.FileSyncLevel > 0 {
 		if err = x.f.Sync(); err != nil {
 			x.close()
@@ -763,7 +781,7 @@ func (a *Archive) settle(i int, e CatalogEntry) (RecordingReport, error) {
 	if err := a.ensureStopSegment(d); err != nil {
 		return rr, err
 	}
-	idx, err := a.openIndex(d.RecordingID)
+	idx, err := a.openIndex(d.RecordingID, startBase(d))
 	if err != nil {
 		return rr, err
 	}

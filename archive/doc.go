@@ -75,6 +75,8 @@
 //	<id>-<base>.rec          segment files, both numbers decimal
 //	<id>-<base>.rec.deleted  a segment renamed for deletion, unlinked later
 //	<id>.idx                 sidecar index of segment timestamps (ours)
+//	archive.catalog.compacting  a compaction's new catalog before its rename
+//	                         (ours; a leftover is removed by Open)
 //
 // # Catalog (archive.catalog)
 //
@@ -158,6 +160,18 @@
 // so no segment file the catalog references is ever deleted. Retention
 // rules (Options.Retention: age, size, free disk) only propose cutoffs
 // ([Archive.Proposals]); a caller approves one by purging.
+//
+// # Compaction
+//
+// A purged recording's entry stays in the catalog, DELETED, as Aeron leaves
+// it. [Archive.CompactCatalog] (online: DELETED entries whose files are
+// gone) and [CompactCatalogDir] (offline; with CompactOptions.Invalid also
+// INVALID entries and their files, as Aeron's ArchiveTool compact) rewrite
+// the catalog without them: every other entry byte for byte and in order,
+// nextRecordingId kept (no id is ever reused), the file's length kept. The
+// new catalog is written to [CompactTempName], synced, renamed over
+// archive.catalog and the directory synced, so a crash leaves the old
+// catalog or the new one (compact.go).
 //
 // # Errors
 //

@@ -49,12 +49,32 @@ import (
 // bytes past the last indexed position the recovery time as its timestamp.
 // The recovery time is never older than the lost timestamp, so retention
 // by age never deletes such a segment too early.
+//
+// Compaction: records pile up (up to one per clock tick under load, and
+// those of segments a detach or purge removed stay), so the index is
+// rewritten with one record per segment — only segments at or above the
+// recording's start, when it is opened for appending — whenever it holds
+// more than 2 × its segments + indexCompactSlack records, and whenever it
+// is opened for appending with records of segments below the start. The
+// new file is written to <id>.idx.compacting (synced at file sync level
+// >= 1) and renamed over the index; the directory is not synced: a crash
+// that loses the rename keeps the old, longer index, and one that loses
+// the new file's data leaves an index whose header does not read, which
+// openIndex starts afresh and recovery then treats as lost records (the
+// conservative recovery time above). A leftover <id>.idx.compacting is
+// removed when the index is next opened for appending.
 const (
 	IndexSuffix       = ".idx"
 	indexMagic        = "mlogidx1"
 	indexVersion      = 1
 	indexHeaderLength = 32
 	indexRecordLength = 32
+	// IndexCompactSuffix follows IndexFileName in the name of a
+	// compaction's new index before its rename.
+	IndexCompactSuffix = ".compacting"
+	// indexCompactSlack is the records beyond 2 × segments an index may
+	// hold before it is rewritten.
+	indexCompactSlack = 1024
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -79,7 +99,15 @@ type indexFile struct {
 	f    vfs.File
 	size int64 // offset of the next record
 	segs []SegmentTime
-	rec  [indexRecordLength]byte
+	// For compaction: where the file is, how many records it holds, the
+	// lowest segment base kept, whether to sync the new file.
+	fs      vfs.FS
+	name    string
+	id      int64
+	records int64
+	minBase int64
+	sync    bool
+	rec     [indexRecordLength]byte
 	// filedBase, filedTs and filedPos are the last appended record.
 	filedBase int64
 	filedTs   int64
@@ -181,10 +209,15 @@ func readAll(f vfs.File) ([]byte, error) {
 }
 
 // openIndex opens (or creates) the index of a recording for appending: a
-// missing or unreadable file is started afresh, a torn tail is cut off.
-// fresh reports that a new header was written.
-func openIndex(fsys vfs.FS, dir string, recordingID int64) (x *indexFile, fresh bool, err error) {
+// missing or unreadable file is started afresh, a torn tail is cut off,
+// and the file is compacted (records of segments below minBase dropped)
+// when it holds more records than it needs. fresh reports that a new
+// header was written. sync: the file sync level is >= 1.
+func openIndex(fsys vfs.FS, dir string, recordingID, minBase int64, sync bool) (x *indexFile, fresh bool, err error) {
 	name := fsys.Join(dir, IndexFileName(recordingID))
+	if err := fsys.Remove(name + IndexCompactSuffix); err != nil && !errors.Is(err, vfs.ErrNotExist) {
+		return nil, false, fmt.Errorf("archive: remove the leftover %s%s of an index compaction: %w", name, IndexCompactSuffix, err)
+	}
 	f, err := fsys.OpenRW(name)
 	if errors.Is(err, vfs.ErrNotExist) {
 		f, err = fsys.Create(name)
@@ -192,7 +225,8 @@ func openIndex(fsys vfs.FS, dir string, recordingID int64) (x *indexFile, fresh 
 	if err != nil {
 		return nil, false, fmt.Errorf("archive: open index: %w", err)
 	}
-	x = &indexFile{f: f, filedBase: -1, filedTs: NullTimestamp, filedPos: NullPosition}
+	x = &indexFile{f: f, filedBase: -1, filedTs: NullTimestamp, filedPos: NullPosition,
+		fs: fsys, name: name, id: recordingID, minBase: minBase, sync: sync}
 	b, err := readAll(f)
 	if err != nil {
 		f.Close()
@@ -223,10 +257,81 @@ func openIndex(fsys vfs.FS, dir string, recordingID int64) (x *indexFile, fresh 
 		}
 	}
 	x.segs, x.size = segs, valid
+	x.records = (valid - indexHeaderLength) / indexRecordLength
 	if n := len(segs); n > 0 {
 		x.filedBase, x.filedTs, x.filedPos = segs[n-1].Base, segs[n-1].LastTimestamp, segs[n-1].Position
 	}
+	if x.overfull() || (len(segs) > 0 && segs[0].Base < minBase) {
+		if err := x.rewrite(); err != nil {
+			x.close()
+			return nil, false, err
+		}
+	}
 	return x, fresh, nil
+}
+
+// overfull reports whether the index holds more records than compaction
+// lets it.
+func (x *indexFile) overfull() bool { return x.records > 2*int64(len(x.segs))+indexCompactSlack }
+
+// rewrite replaces the index by one record per segment at or above
+// minBase (see the compaction note above) and goes on appending to the new
+// file.
+func (x *indexFile) rewrite() error {
+	keep := x.segs[:0:0]
+	for _, s := range x.segs {
+		if s.Base >= x.minBase {
+			keep = append(keep, s)
+		}
+	}
+	b := make([]byte, indexHeaderLength, indexHeaderLength+indexRecordLength*len(keep))
+	copy(b, indexMagic)
+	binary.LittleEndian.PutUint32(b[8:], indexVersion)
+	binary.LittleEndian.PutUint32(b[12:], indexRecordLength)
+	binary.LittleEndian.PutUint64(b[16:], uint64(x.id))
+	putIndexCRC(b[:indexHeaderLength])
+	for _, s := range keep {
+		var r [indexRecordLength]byte
+		binary.LittleEndian.PutUint64(r[0:], uint64(s.Base))
+		binary.LittleEndian.PutUint64(r[8:], uint64(s.Position))
+		binary.LittleEndian.PutUint64(r[16:], uint64(s.LastTimestamp))
+		putIndexCRC(r[:])
+		b = append(b, r[:]...)
+	}
+	tmp := x.name + IndexCompactSuffix
+	if err := x.fs.Remove(tmp); err != nil && !errors.Is(err, vfs.ErrNotExist) {
+		return fmt.Errorf("archive: compact index %s: %w", x.name, err)
+	}
+	f, err := x.fs.Create(tmp)
+	if err != nil {
+		return fmt.Errorf("archive: compact index %s: %w", x.name, err)
+	}
+	fail := func(err error) error {
+		f.Close()
+		_ = x.fs.Remove(tmp)
+		return fmt.Errorf("archive: compact index %s: %w", x.name, err)
+	}
+	if _, err := f.WriteAt(b, 0); err != nil {
+		return fail(err)
+	}
+	if x.sync {
+		if err := f.Sync(); err != nil {
+			return fail(err)
+		}
+	}
+	if err := x.fs.Rename(tmp, x.name); err != nil {
+		return fail(err)
+	}
+	old := x.f
+	x.f, x.segs, x.size, x.records = f, keep, int64(len(b)), int64(len(keep))
+	x.filedBase, x.filedTs, x.filedPos = -1, NullTimestamp, NullPosition
+	if n := len(keep); n > 0 {
+		x.filedBase, x.filedTs, x.filedPos = keep[n-1].Base, keep[n-1].LastTimestamp, keep[n-1].Position
+	}
+	if err := old.Close(); err != nil {
+		return fmt.Errorf("archive: compact index %s: close the old file: %w", x.name, err)
+	}
+	return nil
 }
 
 // note records that data up to position was written into segment base at
@@ -261,7 +366,11 @@ func (x *indexFile) note(base, position, ts int64, force bool) error {
 		return fmt.Errorf("archive: append to index %s: %w", x.f.Name(), err)
 	}
 	x.size += indexRecordLength
+	x.records++
 	x.filedBase, x.filedTs, x.filedPos = base, s.LastTimestamp, position
+	if x.overfull() {
+		return x.rewrite()
+	}
 	return nil
 }
 

@@ -174,7 +174,7 @@ func (a *Archive) StartRecording(src Source) (*Recording, error) {
 	base := SegmentFileBasePosition(start, start, termLength, segLen)
 	// The index first: the directory sync of the segment's creation makes
 	// both entries durable.
-	r.idx, err = a.openIndex(id)
+	r.idx, err = a.openIndex(id, base)
 	var f vfs.File
 	if err == nil {
 		if f, err = a.createSegment(id, base, segLen, src.SparseSegments); err != nil {
@@ -247,7 +247,7 @@ func (a *Archive) ExtendRecording(id int64, src Source) (*Recording, error) {
 	if err != nil {
 		return nil, err
 	}
-	idx, err := a.openIndex(id)
+	idx, err := a.openIndex(id, startBase(d))
 	if err != nil {
 		f.Close()
 		return nil, err

@@ -554,6 +554,8 @@ func (n *Node) retentionCheck() error {
 	for _, o := range orphans {
 		r.steps = append(r.steps, func() int { return n.retentionDeleteRecording(o, -1, S, true, true) })
 	}
+	// 5. Compaction of what the deletions left behind (compact.go).
+	r.steps = append(r.steps, n.retentionCompactLog, n.retentionCompactCatalog)
 	return nil
 }
 

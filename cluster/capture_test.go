@@ -1,14 +1,18 @@
 package cluster
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/matchlog/matchlog/archive"
 	"github.com/matchlog/matchlog/internal/vfs"
 )
 
-// TestCaptureStartLargeFiles: the start's capture keeps a large segment
-// and a large prepared segment (*.rec.prep) by length only, without
+// TestCaptureStartLargeFiles: the start's capture keeps a large segment,
+// a large prepared segment (*.rec.prep) and a large segment waiting to be
+// unlinked (*.rec.deleted) by length only, without
 // reading them, and other files by content (chunk sums above
 // rollbackWholeFile).
 func TestCaptureStartLargeFiles(t *testing.T) {
@@ -20,6 +24,7 @@ func TestCaptureStartLargeFiles(t *testing.T) {
 	files := map[string]bool{ // name -> kept by length only
 		"n/archive/0-0.rec":                            true,
 		"n/archive/0-4194304" + archive.PreparedSuffix: true,
+		"n/archive/1-0.rec" + archive.DeletedSuffix:    true,
 		"n/archive/0.idx":                              false,
 	}
 	for name := range files {
@@ -52,6 +57,34 @@ func TestCaptureStartLargeFiles(t *testing.T) {
 		}
 		if lengthOnly && reads[name] != 0 {
 			t.Errorf("%s: read %d times, want none", name, reads[name])
+		}
+	}
+}
+
+// BenchmarkCaptureStart captures a node directory like the kill -9
+// retention test's after a kill: 45 segment files of 64 KiB and a 1 MiB
+// catalog (its default capacity), on the OS file system.
+func BenchmarkCaptureStart(b *testing.B) {
+	d := b.TempDir()
+	a, c := filepath.Join(d, ArchiveDirName), filepath.Join(d, ClusterDirName)
+	for _, dir := range []string{a, c} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			b.Fatal(err)
+		}
+	}
+	files := map[string]int{archive.CatalogFileName: archive.DefaultCatalogCapacity}
+	for i := range 45 {
+		files[fmt.Sprintf("%d-0.rec", i)] = 64 << 10
+	}
+	for name, size := range files {
+		if err := os.WriteFile(filepath.Join(a, name), make([]byte, size), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := captureStart(vfs.Default, []string{c, a}); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

@@ -211,7 +211,14 @@
 // recorder or the snapshot writer (which touches only its own recordings,
 // ordered with the detaches and deletes by the archive's catalog mutex).
 // Each proposal, approval, refusal and deletion is logged and counted
-// (Stats.Retention*).
+// (Stats.Retention*). After its deletions each check compacts
+// recording.log, then the catalog (compact.go: each once at least
+// CompactMinEntries of its entries, and a quarter, can go), so that what
+// the deletions leave behind in Aeron's formats (DELETED catalog entries,
+// recording.log entries of deleted snapshots and of terms before the log's
+// start) stays bounded instead of growing with the node's history; the
+// recovery plan is the same after a compaction. CompactDir is the offline
+// form (`matchlog archive compact`).
 //
 // # Concurrency
 //

@@ -87,7 +87,7 @@ func (n *Node) logOpen() {
 		slog.Int64("snapshot_position", st.SnapshotPosition), slog.Int64("archive_start", st.ArchiveStart),
 		slog.Int64("replayed_entries", r.ReplayedEntries), slog.Int64("replayed_bytes", r.ReplayedBytes),
 		slog.Float64("snapshot_load_s", r.SnapshotLoad.Seconds()), slog.Float64("replay_s", r.Replay.Seconds()),
-		slog.Float64("open_s", r.Total.Seconds()), slog.Int("file_sync_level", int(n.opts.FileSyncLevel)))
+		slog.Float64("capture_s", r.Capture.Seconds()), slog.Float64("open_s", r.Total.Seconds()), slog.Int("file_sync_level", int(n.opts.FileSyncLevel)))
 }
 
 func (n *Node) logOpenFailed(err error) {

@@ -251,6 +251,16 @@ type Stats struct {
 	RetentionPendingUnlinks    int64
 	RetentionArchiveBytes      int64
 	RetentionErrors            int64
+	// Compactions by automatic retention (compact.go): of the catalog and
+	// of recording.log, and the entries each dropped; CatalogEntries and
+	// RecordingLogEntries are gauges (every entry, any state, at the last
+	// check).
+	CatalogCompactions         int64
+	CatalogEntriesDropped      int64
+	RecordingLogCompactions    int64
+	RecordingLogEntriesDropped int64
+	CatalogEntries             int64
+	RecordingLogEntries        int64
 
 	// Storage (storage.go). ArchiveFreeBytes is the archive volume's
 	// free space at the last check (-1: the file system cannot tell, or

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -31,7 +32,10 @@ type Recovery struct {
 	// SnapshotLoad is the time spent loading the snapshot set (both
 	// recordings and the service's OnStart); Replay the time spent
 	// replaying the log after it, ReplayedEntries and ReplayedBytes what
-	// it replayed; Total the whole Open.
+	// it replayed; Capture the time spent recording the directory's
+	// state for a failed start to put back (its files: captureStart);
+	// Total the whole Open.
+	Capture         time.Duration
 	SnapshotLoad    time.Duration
 	Replay          time.Duration
 	ReplayedEntries int64
@@ -71,7 +75,9 @@ func (n *Node) open() error {
 	}
 	// From here on the start may write (mark files, crash repairs); when
 	// it fails, Open puts back what it found.
+	tc := time.Now()
 	guard, err := captureStart(fsys, []string{n.cdir, n.adir})
+	capture := time.Since(tc)
 	if err != nil {
 		return fmt.Errorf("cluster: record the directory's state before the start: %w", err)
 	}
@@ -111,7 +117,7 @@ func (n *Node) open() error {
 	if err != nil {
 		return fmt.Errorf("cluster: recovery plan: %w", ExplainPlanError(n.opts.Dir, n.arc.a.Catalog(), err))
 	}
-	n.recovery = Recovery{Plan: plan, Archive: n.arc.a.Recovered(), CatalogRepaired: n.arc.catalogRepaired,
+	n.recovery = Recovery{Plan: plan, Archive: n.arc.a.Recovered(), CatalogRepaired: n.arc.catalogRepaired, Capture: capture,
 		RecordingLog: n.rlog.Repaired()}
 	issues, err := CheckPlan(fsys, n.opts.Dir, n.arc.a.Catalog(), n.rlog, plan)
 	if err != nil {
@@ -119,6 +125,12 @@ func (n *Node) open() error {
 	}
 	if len(issues) > 0 {
 		return fmt.Errorf("cluster: cannot start: %w", PlanError(issues))
+	}
+	for _, tmp := range []string{n.arc.a.RemovedCompactTemp(), n.rlog.RemovedCompactTemp()} {
+		if tmp != "" {
+			n.opts.Logger.LogAttrs(context.Background(), slog.LevelWarn, "removed the leftover of an interrupted compaction",
+				slog.String("file", tmp), slog.String("why", "a crash before its rename: the file it was to replace is the old one, in place"))
+		}
 	}
 	n.logPlan(plan)
 	if err := n.recover(plan); err != nil {

@@ -64,6 +64,15 @@
 // (never overwriting one), writes the seeded entries to recording.log.tmp,
 // syncs them and renames that over recording.log.
 //
+// Log.Compact is the other: it writes the entries it keeps (byte for byte,
+// in file order) to recording.log.compacting, syncs them, renames that over
+// recording.log and syncs the directory; a writable Open removes a leftover
+// recording.log.compacting (the rename never happened) and reports it. It
+// drops only entries nothing can use: snapshot entries of recordings gone
+// from the archive below every loadable consensus-module snapshot, and
+// TERM entries of terms that ended at or before the log's start (see
+// CompactSelect); the recovery plan is the same after.
+//
 // Aeron's own loader is laxer: it stops at a short tail without a word and
 // takes a zeroed entry for a TERM. This package refuses both unless asked
 // to repair, so that a damaged file is never mistaken for a shorter log.

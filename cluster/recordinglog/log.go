@@ -49,6 +49,7 @@ type Repair struct {
 // A Log is not safe for concurrent use.
 type Log struct {
 	fs   vfs.FS
+	dir  string
 	path string
 	f    vfs.File
 	opts Options
@@ -58,7 +59,10 @@ type Log struct {
 	nextIndex int     // entry index of the next append
 	termRecID int64   // recordingId of every TERM, NullValue before the first
 	repaired  *Repair
-	err       error // sticky: set by a failed write or sync, or Close
+	// removedTemp: Open removed this leftover of an interrupted
+	// compaction (compact.go).
+	removedTemp string
+	err         error // sticky: set by a failed write or sync, or Close
 }
 
 // Create creates dir/recording.log, which must not exist, and syncs dir so
@@ -77,16 +81,29 @@ func Create(fsys vfs.FS, dir string, opts Options) (*Log, error) {
 		_ = f.Close()
 		return nil, fmt.Errorf("recordinglog: create: sync directory %s: %w", dir, err)
 	}
-	return &Log{fs: fsys, path: path, f: f, opts: opts, termRecID: NullValue}, nil
+	return &Log{fs: fsys, dir: dir, path: path, f: f, opts: opts, termRecID: NullValue}, nil
 }
 
 // Open opens dir/recording.log and decodes every entry (see Decode for what
 // is an error). A torn tail is an error satisfying errors.Is(err,
-// ErrTornTail) unless opts.Repair is set.
+// ErrTornTail) unless opts.Repair is set. Unless ReadOnly, a leftover
+// CompactTempName of an interrupted compaction is removed first
+// (Log.RemovedCompactTemp).
 func Open(fsys vfs.FS, dir string, opts Options) (*Log, error) {
 	path := fsys.Join(dir, FileName)
 	var f vfs.File
 	var err error
+	var removed string
+	if !opts.ReadOnly {
+		switch _, serr := fsys.Stat(path); {
+		case serr == nil:
+			if removed, err = removeCompactTemp(fsys, dir); err != nil {
+				return nil, err
+			}
+		case !errors.Is(serr, vfs.ErrNotExist):
+			return nil, fmt.Errorf("recordinglog: open: %w", serr)
+		}
+	}
 	if opts.ReadOnly {
 		f, err = fsys.Open(path)
 	} else {
@@ -95,7 +112,7 @@ func Open(fsys vfs.FS, dir string, opts Options) (*Log, error) {
 	if err != nil {
 		return nil, fmt.Errorf("recordinglog: open: %w", err)
 	}
-	l := &Log{fs: fsys, path: path, f: f, opts: opts, termRecID: NullValue}
+	l := &Log{fs: fsys, dir: dir, path: path, f: f, opts: opts, termRecID: NullValue, removedTemp: removed}
 	if err := l.load(); err != nil {
 		_ = f.Close()
 		return nil, err

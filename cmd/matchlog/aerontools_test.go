@@ -168,8 +168,13 @@ func TestAeronToolsAcceptPurge(t *testing.T) {
 // the same log recording, start and stop positions, and snapshots.
 func TestAeronRecoveryPlanAfterPurge(t *testing.T) {
 	j := aerontest.Require(t)
-	d := purgedAeronMember0(t)
+	aeronPlanMatches(t, j, purgedAeronMember0(t))
+}
 
+// aeronPlanMatches checks that ClusterTool recovery-plan on the purged
+// member directory d prints the plan matchlog computes for it.
+func aeronPlanMatches(t *testing.T, j *aerontest.Java, d string) {
+	t.Helper()
 	var ours planJSON
 	if err := json.Unmarshal([]byte(mustCLI(t, "cluster", "recovery-plan", "--dir", d, "--services", "1", "--json")), &ours); err != nil {
 		t.Fatal(err)
@@ -219,4 +224,80 @@ func TestAeronRecoveryPlanAfterPurge(t *testing.T) {
 	if g != *theirs.Log {
 		t.Errorf("recovery plan log: matchlog %+v, ClusterTool %+v", g, *theirs.Log)
 	}
+}
+
+// TestAeronToolsAcceptCompaction: after `matchlog archive compact` of the
+// purged copy of real Aeron's member 0 (the purged generation's DELETED
+// catalog entries and its recording.log entries dropped), real ArchiveTool
+// describes the same recordings with the same positions and `verify -a`
+// finds every one OK (on a further copy), real ClusterTool's
+// `recording-log` equals matchlog's and `describe` accepts the directory,
+// and ClusterTool recovery-plan still prints matchlog's plan.
+func TestAeronToolsAcceptCompaction(t *testing.T) {
+	j := aerontest.Require(t)
+	d := purgedAeronMember0(t)
+	before := j.MustRun(t, nil, aerontest.ArchiveTool, archiveDir(d), "describe")
+	mustCLI(t, "archive", "compact", "--dir", d)
+	after := j.MustRun(t, nil, aerontest.ArchiveTool, archiveDir(d), "describe")
+	positions := func(desc string) []string {
+		var out []string
+		for _, m := range descriptorRE.FindAllStringSubmatch(desc, -1) {
+			out = append(out, m[1]+":"+m[2]+"-"+m[3])
+		}
+		return out
+	}
+	if pb, pa := positions(before), positions(after); len(pa) != aeronMember0Record-len(aeronPurgedRecordings) || !slices.Equal(pa, pb) {
+		t.Errorf("ArchiveTool describe: recordings before the compaction %v, after %v", pb, pa)
+	}
+	t.Logf("ArchiveTool describe after the compaction:\n%s", strings.TrimSpace(after))
+
+	v := t.TempDir()
+	fixtures.CopyDirs(t, d, v, "archive")
+	r, err := j.Run(t, 0, nil, aerontest.ArchiveTool, archiveDir(v), "verify", "-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, line := range strings.Split(strings.TrimSpace(r.Stdout), "\n") {
+		if strings.Contains(line, "recordingId=") {
+			lines = append(lines, line)
+		}
+	}
+	var want []string
+	for i := range aeronMember0Record {
+		if !slices.Contains(aeronPurgedRecordings, int64(i)) {
+			want = append(want, fmt.Sprintf("(recordingId=%d) OK", i))
+		}
+	}
+	if r.ExitCode != 0 || strings.Join(lines, "\n") != strings.Join(want, "\n") {
+		t.Errorf("ArchiveTool verify -a on the compacted copy: exit %d\n%s\nwant\n%s\nstderr %s", r.ExitCode, strings.Join(lines, "\n"), strings.Join(want, "\n"), r.Stderr)
+	}
+
+	cd := clusterDir(d)
+	rl := j.MustRun(t, nil, aerontest.ClusterTool, cd, "recording-log")
+	theirs, err := aerontest.ParseRecordingLog(rl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ours entriesJSON
+	if err := json.Unmarshal([]byte(mustCLI(t, "cluster", "recording-log", "--dir", d, "--json")), &ours); err != nil {
+		t.Fatal(err)
+	}
+	if len(theirs) != aeronMember0Record-len(aeronPurgedRecordings) || len(ours.Entries) != len(theirs) {
+		t.Fatalf("recording-log: ClusterTool %d entries, matchlog %d\n%s", len(theirs), len(ours.Entries), rl)
+	}
+	for i, e := range ours.Entries {
+		got := aerontest.Entry{RecordingID: e.RecordingID, LeadershipTermID: e.LeadershipTermID,
+			TermBaseLogPosition: e.TermBaseLogPosition, LogPosition: e.LogPosition, Timestamp: e.Timestamp,
+			ServiceID: e.ServiceID, Type: e.Type, Valid: e.Valid, EntryIndex: e.Index}
+		if got != theirs[i] {
+			t.Errorf("recording-log entry %d: matchlog %+v, ClusterTool %+v", i, got, theirs[i])
+		}
+	}
+	t.Logf("ClusterTool recording-log after the compaction:\n%s", strings.TrimSpace(rl))
+	out := j.MustRun(t, nil, aerontest.ClusterTool, cd, "describe")
+	if !strings.Contains(out, "componentType=CONSENSUS_MODULE") {
+		t.Errorf("ClusterTool describe:\n%s", out)
+	}
+	aeronPlanMatches(t, j, d)
 }

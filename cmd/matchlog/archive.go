@@ -42,6 +42,17 @@ ArchiveTool takes it:
   replay    --id N [--from P] [--to P]: print each frame (position, length,
             type, session, stream, term id and offset, SBE header); with
             --json, counts
+  compact   rewrite the catalog without its DELETED entries, as ArchiveTool
+            compact (crash-safe: a new file synced and renamed over it); the
+            VALID entries keep every byte and nextRecordingId is kept, so no
+            id is reused; --invalid also drops INVALID entries and unlinks
+            their segment files, as ArchiveTool does. Of a node's archive
+            (cluster/recording.log beside it), recording.log is compacted
+            first: SNAPSHOT entries of recordings gone from the archive,
+            below every snapshot set that still loads, and TERM entries of
+            terms that ended before the log's start; the recovery plan and
+            the retention verdict are the same after. Nothing is written
+            when nothing can go
 
 detach and purge of a node's archive (cluster/recording.log beside it, ours or
 Aeron's) refuse to move the log recording's start past C, the greatest segment
@@ -50,9 +61,10 @@ such set, any detach of the log), and any detach of a snapshot recording: the
 error names S, C and the position asked for. --unsafe-past-snapshot overrides
 and says so in the output. 'matchlog retention plan' computes a safe cutoff.
 
-detach, delete, purge and verify --truncate|--mark-invalid refuse a directory
-whose archive-mark.dat shows a live archive (activity within 10 s and its
-process still running). detach, delete and purge check the request first, so a
+detach, delete, purge, compact and verify --truncate|--mark-invalid refuse a
+directory whose archive-mark.dat shows a live archive (activity within 10 s and
+its process still running; compact of a node's archive also a live node).
+detach, delete and purge check the request first, so a
 refused one changes nothing; then they open the archive as a restart would (a
 fresh mark file, recordings left active by a crash settled).
 
@@ -75,6 +87,7 @@ type archiveFlags struct {
 	now         bool
 	delay       time.Duration
 	unsafe      bool
+	invalid     bool
 }
 
 // archiveCommands are the commands of `matchlog archive`, with the flags
@@ -89,6 +102,7 @@ var archiveCommands = map[string]struct {
 	"delete":   {[]string{"id", "now", "delay"}, archiveDelete},
 	"purge":    {[]string{"id", "position", "now", "delay", "unsafe-past-snapshot"}, archivePurge},
 	"replay":   {[]string{"id", "from", "to"}, archiveReplay},
+	"compact":  {[]string{"invalid"}, archiveCompact},
 }
 
 // archiveJSONDocs are the JSON documents of the commands, for their help.
@@ -99,6 +113,7 @@ var archiveJSONDocs = map[string]any{
 	"delete":   removalJSON{},
 	"purge":    removalJSON{},
 	"replay":   replayCounts{},
+	"compact":  compactJSON{},
 }
 
 // runArchive dispatches `matchlog archive <command>`.
@@ -136,6 +151,8 @@ func runArchive(args []string, stdout, stderr io.Writer) error {
 			fs.BoolVar(&f.now, "now", false, "unlink the renamed files at once")
 		case "delay":
 			fs.DurationVar(&f.delay, "delay", archive.DefaultDeleteDelay, "delay before unlinking; 0 unlinks at once")
+		case "invalid":
+			fs.BoolVar(&f.invalid, "invalid", false, "drop INVALID entries too, and unlink their segment files (as ArchiveTool compact)")
 		case "unsafe-past-snapshot":
 			fs.BoolVar(&f.unsafe, "unsafe-past-snapshot", false, "detach even past the latest snapshot's boundary (a restart of this member then needs a rebuild)")
 		}
@@ -145,6 +162,7 @@ func runArchive(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	idGiven := flagGiven(fs, "id")
+	idRequired := name != "describe" && name != "verify" && name != "compact"
 	bad := func(msg string) error {
 		fmt.Fprintf(stderr, "archive %s: %s\n", name, msg)
 		fs.Usage()
@@ -153,8 +171,8 @@ func runArchive(args []string, stdout, stderr io.Writer) error {
 	switch {
 	case f.dir == "":
 		return bad("--dir is required")
-	case badID(f.id, idGiven, name != "describe" && name != "verify") != "":
-		return bad(badID(f.id, idGiven, name != "describe" && name != "verify"))
+	case badID(f.id, idGiven, idRequired) != "":
+		return bad(badID(f.id, idGiven, idRequired))
 	case (name == "detach" || name == "purge") && f.position < 0:
 		return bad("--position is required (a segment boundary, not negative)")
 	case flagGiven(fs, "from") && f.from < 0, flagGiven(fs, "to") && f.to < 0:

@@ -95,6 +95,8 @@ func TestWritingVerbsRefuseLiveNode(t *testing.T) {
 		{"archive", "delete", "--dir", adir, "--id", "0"},
 		{"archive", "purge", "--dir", adir, "--id", "0", "--position", "131072"},
 		{"archive", "verify", "--dir", adir, "--truncate"},
+		{"archive", "compact", "--dir", adir},
+		{"archive", "compact", "--dir", dir, "--invalid"},
 	} {
 		code, out, errb := runCLI(t, args...)
 		if code != 1 || !strings.Contains(errb, pid) || !strings.Contains(errb, "activity timestamp") {

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -73,6 +74,13 @@ func TestKill9Retention(t *testing.T) {
 			}
 		},
 	})
+	if keep := os.Getenv("MATCHLOG_KILL9_KEEP"); keep != "" && dir != "" {
+		// For a look at the directory after the run (it is removed with
+		// the test's temporary directory).
+		if out, err := exec.Command("cp", "-a", dir, keep).CombinedOutput(); err != nil {
+			t.Errorf("keep the directory in %s: %v %s", keep, err, out)
+		}
+	}
 	t.Logf("%d kills, verdicts %v; model re-based on a snapshot %d times; last log start %d, log end %d; archive directory at most %d bytes after a kill (budget %d)",
 		rounds, verdicts, rebases, lastA, m.end, maxBytes, int64(budget))
 	if rounds >= 10 && lastA == 0 {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/matchlog/matchlog/archive"
+	"github.com/matchlog/matchlog/cluster"
 	"github.com/matchlog/matchlog/cluster/backup"
 	"github.com/matchlog/matchlog/cluster/retention"
 	"github.com/matchlog/matchlog/engine/enginetest"
@@ -123,6 +124,37 @@ func TestRetentionScenarioFiles(t *testing.T) {
 	}
 }
 
+// TestRetentionScenarioFilesCompacted runs every scenario file with every
+// stopped directory compacted (`matchlog archive compact`) before each
+// expectation: the verdicts, reasons, costs, refusals, approvals and
+// cutoffs the files expect must all hold on the compacted directories, and
+// nodes started on them must start. The compactions must drop something
+// (verdict-normal-restart-long-history makes TERM entries to drop).
+func TestRetentionScenarioFilesCompacted(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "retention", "*.txt"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no scenario files: %v", err)
+	}
+	total := 0
+	for _, f := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(f), ".txt"), func(t *testing.T) {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n, err := runScenarioWith(t, string(b), true)
+			if err != nil {
+				t.Fatalf("%s, compacted: %v", f, err)
+			}
+			total += n
+		})
+	}
+	t.Logf("the compactions dropped %d entries", total)
+	if total < 4 { // the four terms before the purged log's start in verdict-normal-restart-long-history
+		t.Errorf("the compactions dropped %d entries: the test shows little", total)
+	}
+}
+
 // TestRetentionScenarioCoverage: every verdict row and every refusal rule
 // has a scenario file that expects it.
 func TestRetentionScenarioCoverage(t *testing.T) {
@@ -226,11 +258,24 @@ type rscenario struct {
 	live      string
 	planFlags []string
 	verdFlags []string
+	// compact: before each expectation, every stopped directory is
+	// compacted in place (cluster.CompactDir); dropped counts what went.
+	compact bool
+	dropped int
 }
 
 // runScenario runs a scenario file's text; the error names the line.
 func runScenario(t *testing.T, text string) error {
-	s := &rscenario{t: t, root: t.TempDir(), dirs: map[string]string{}, nodes: map[string]*testNode{}, gens: map[string]*enginetest.Gen{}}
+	_, err := runScenarioWith(t, text, false)
+	return err
+}
+
+// runScenarioWith runs a scenario, with compact set compacting every
+// stopped directory before each expectation; it returns the entries the
+// compactions dropped (catalog and recording.log).
+func runScenarioWith(t *testing.T, text string, compact bool) (int, error) {
+	s := &rscenario{t: t, root: t.TempDir(), dirs: map[string]string{}, nodes: map[string]*testNode{}, gens: map[string]*enginetest.Gen{},
+		compact: compact}
 	defer func() {
 		for _, n := range s.nodes {
 			n.close()
@@ -251,11 +296,33 @@ func runScenario(t *testing.T, text string) error {
 			expects++
 		}
 		if err := s.step(w); err != nil {
-			return fmt.Errorf("line %d: %s: %w", line, strings.TrimSpace(l), err)
+			return s.dropped, fmt.Errorf("line %d: %s: %w", line, strings.TrimSpace(l), err)
 		}
 	}
 	if expects == 0 {
-		return fmt.Errorf("no expectation: a scenario must expect something")
+		return s.dropped, fmt.Errorf("no expectation: a scenario must expect something")
+	}
+	return s.dropped, nil
+}
+
+// compactAll compacts every stopped directory of the scenario that holds
+// a node (cluster/recording.log and archive/).
+func (s *rscenario) compactAll() error {
+	for name, d := range s.dirs {
+		if s.nodes[name] != nil {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(d, cluster.ArchiveDirName, archive.CatalogFileName)); err != nil {
+			continue
+		}
+		res, err := cluster.CompactDir(vfs.Default, d, archive.CompactOptions{})
+		if err != nil {
+			return fmt.Errorf("compact %s: %w", name, err)
+		}
+		if res.RecordingLog != nil {
+			s.dropped += len(res.RecordingLog.Dropped)
+		}
+		s.dropped += len(res.Catalog.Dropped)
 	}
 	return nil
 }
@@ -623,6 +690,11 @@ func (s *rscenario) step(w []string) error {
 	case "expect":
 		if len(w) < 2 {
 			return fmt.Errorf("expect what?")
+		}
+		if s.compact {
+			if err := s.compactAll(); err != nil {
+				return err
+			}
 		}
 		before := s.digests()
 		if err := s.expect(w[1:]); err != nil {

@@ -265,6 +265,12 @@ func (p *kill9Phases) mark(phase string) {
 	now := time.Now()
 	d := now.Sub(p.t)
 	p.t = now
+	p.add(phase, d)
+}
+
+// add counts d, a part of the current phase, under its own name (not
+// moving the phase's start).
+func (p *kill9Phases) add(phase string, d time.Duration) {
 	if p.early == nil {
 		p.early, p.late = map[string]time.Duration{}, map[string]time.Duration{}
 	}
@@ -445,6 +451,7 @@ func kill9Run(t harnessT, cfg kill9Config) *logModel {
 	}
 	t0 := time.Now()
 	var early, late time.Duration
+	var history []string
 	round := 0
 	stopped := func() bool {
 		select {
@@ -475,6 +482,9 @@ func kill9Run(t harnessT, cfg kill9Config) *logModel {
 		paused.Store(true)
 		ackedNow := acks.take()
 		phases.mark("kill")
+		if (round+1)%100 == 0 {
+			history = append(history, metadataSizes(dir, round+1))
+		}
 
 		if cfg.beforeCheck != nil {
 			cfg.beforeCheck(round, dir, m)
@@ -561,7 +571,47 @@ func kill9Run(t harnessT, cfg kill9Config) *logModel {
 		t.Logf("rounds per minute: %.1f in rounds 1-100, %.1f in rounds %d-%d", 100/early.Minutes(), 100/(total-late).Minutes(), rounds-99, rounds)
 		t.Logf("%v", phases)
 	}
+	if len(history) > 0 {
+		t.Logf("catalog and recording.log after a kill, every 100 rounds: %s", strings.Join(history, "; "))
+	}
 	return m
+}
+
+// metadataSizes describes the catalog and recording.log of the node
+// directory dir: entries and used bytes of each (the catalog's file is
+// its capacity long).
+func metadataSizes(dir string, round int) string {
+	s := fmt.Sprintf("round %d:", round)
+	if cat, err := archive.OpenCatalogFile(vfs.Default, filepath.Join(dir, cluster.ArchiveDirName), archive.CatalogOptions{ReadOnly: true}); err == nil {
+		n := cat.Counts()
+		s += fmt.Sprintf(" catalog %d entries (%d DELETED) %d B", n.Total(), n.Deleted, cat.EndOffset())
+		cat.Close()
+	} else {
+		s += " catalog: " + err.Error()
+	}
+	adir := filepath.Join(dir, cluster.ArchiveDirName)
+	if names, err := vfs.Default.List(adir); err == nil {
+		kinds := map[string]int{}
+		var bytes int64
+		for _, n := range names {
+			kind := filepath.Ext(n)
+			if strings.HasSuffix(n, archive.PreparedSuffix) {
+				kind = archive.PreparedSuffix
+			}
+			kinds[kind]++
+			if size, err := vfs.Default.Stat(filepath.Join(adir, n)); err == nil {
+				bytes += size
+			}
+		}
+		s += fmt.Sprintf(", archive %d B in %v", bytes, kinds)
+	}
+	if l, err := recordinglog.Open(vfs.Default, filepath.Join(dir, cluster.ClusterDirName), recordinglog.Options{ReadOnly: true, Repair: true}); err == nil {
+		s += fmt.Sprintf(", recording.log %d entries %d B", len(l.Entries()), l.Size())
+		l.Close()
+	} else {
+		s += ", recording.log: " + err.Error()
+	}
+	return s
 }
 
 // logModel is the B-tree engine and the naive model engine
@@ -624,6 +674,9 @@ func checkKilledDir(t harnessT, round int, dir string, acked []uint64, clientID 
 		fail("open after kill -9: %v", err)
 	}
 	rec := node.Recovery()
+	if m.phases != nil {
+		m.phases.add("open-capture", rec.Capture)
+	}
 	for _, r := range rec.Archive {
 		if r.RecordingID != node.LogRecordingID() {
 			k.snapshot = true

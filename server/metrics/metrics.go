@@ -131,6 +131,7 @@ type collector struct {
 	retChecks, retProposals, retApprovals, retLimited, retRefusals *prometheus.Desc
 	retDetachedSegs, retDetachedBytes, retSnapshots, retRecordings *prometheus.Desc
 	retUnlinked, retPending, retArchiveBytes, retErrors            *prometheus.Desc
+	compactions, compactDropped, metaEntries                       *prometheus.Desc
 	freeBytes, diskFullErrs, storageFull, storageFullEvents        *prometheus.Desc
 }
 
@@ -182,6 +183,9 @@ func newCollector(m *Metrics) *collector {
 		retPending:       d("matchlog_retention_pending_unlinks", "Files renamed *.deleted waiting to be unlinked."),
 		retArchiveBytes:  d("matchlog_retention_archive_bytes", "Size of the archive directory (every file at its length) at the last retention check."),
 		retErrors:        d("matchlog_retention_errors_total", "Automatic retention steps that failed (logged; retried by a later check)."),
+		compactions:      d("matchlog_compactions_total", "Compactions of the catalog or recording.log by automatic retention.", "file"),
+		compactDropped:   d("matchlog_compaction_dropped_entries_total", "Entries the compactions dropped (DELETED catalog entries; recording.log entries nothing can use).", "file"),
+		metaEntries:      d("matchlog_metadata_entries", "Entries of the catalog (any state) and of recording.log at the last retention check.", "file"),
 
 		freeBytes:         d("matchlog_archive_free_bytes", "Free bytes of the file system holding the archive directory, read at the scrape."),
 		diskFullErrs:      d("matchlog_archive_disk_full_errors_total", "File operations of the node that failed with ENOSPC (each stops the node)."),
@@ -199,6 +203,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		c.cmdReceived, c.cmdRejected, c.cmdDuplicate, c.egressMsgs, c.egressDropped, c.errors, c.archiveWritten,
 		c.retChecks, c.retProposals, c.retApprovals, c.retLimited, c.retRefusals, c.retDetachedSegs, c.retDetachedBytes,
 		c.retSnapshots, c.retRecordings, c.retUnlinked, c.retPending, c.retArchiveBytes, c.retErrors,
+		c.compactions, c.compactDropped, c.metaEntries,
 		c.freeBytes, c.diskFullErrs, c.storageFull, c.storageFullEvents} {
 		ch <- d
 	}
@@ -297,6 +302,12 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.retPending, float64(ns.RetentionPendingUnlinks))
 	gauge(c.retArchiveBytes, float64(ns.RetentionArchiveBytes))
 	counter(c.retErrors, ns.RetentionErrors)
+	counter(c.compactions, ns.CatalogCompactions, "catalog")
+	counter(c.compactions, ns.RecordingLogCompactions, "recording_log")
+	counter(c.compactDropped, ns.CatalogEntriesDropped, "catalog")
+	counter(c.compactDropped, ns.RecordingLogEntriesDropped, "recording_log")
+	gauge(c.metaEntries, float64(ns.CatalogEntries), "catalog")
+	gauge(c.metaEntries, float64(ns.RecordingLogEntries), "recording_log")
 	full := 0.0
 	if ns.StorageFull {
 		full = 1
