@@ -198,16 +198,23 @@ func (e *Engine) Apply(c *Command) []Event {
 // with wide loads, a store-forwarding stall per event on the path of every
 // command.
 func (e *Engine) event(kind EventKind, instrument uint32) *Event {
-	n := len(e.events)
-	if n == cap(e.events) {
-		e.events = append(e.events, Event{})
-	} else {
-		e.events = e.events[:n+1]
-	}
-	ev := &e.events[n]
-	*ev = Event{}
+	ev := appendZero(&e.events)
 	ev.Kind, ev.Instrument, ev.Source, ev.Seq = kind, instrument, e.cmd.Source, e.cmd.Seq
 	return ev
+}
+
+// appendZero appends a zero element to *s and returns it, for the caller
+// to fill in place (see event).
+func appendZero[T any](s *[]T) *T {
+	var zero T
+	n := len(*s)
+	if n == cap(*s) {
+		*s = append(*s, zero)
+	} else {
+		*s = (*s)[:n+1]
+		(*s)[n] = zero
+	}
+	return &(*s)[n]
 }
 
 func (e *Engine) accept(orderID uint64) {
@@ -226,13 +233,7 @@ func (e *Engine) touch(b *book, side Side, price, qty, count int64) {
 		}
 	}
 	// In place, as in event: no touch built on the stack and copied.
-	n := len(e.touched)
-	if n == cap(e.touched) {
-		e.touched = append(e.touched, touch{})
-	} else {
-		e.touched = e.touched[:n+1]
-	}
-	t := &e.touched[n]
+	t := appendZero(&e.touched)
 	t.b, t.side, t.price, t.qty, t.count = b, side, price, qty, count
 }
 
