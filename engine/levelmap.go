@@ -112,15 +112,6 @@ func (m *levelMap) del(price int64) {
 // len returns the number of levels in the map.
 func (m *levelMap) len() int { return m.n }
 
-// each calls f for every entry, in no particular order.
-func (m *levelMap) each(f func(price int64, l *level)) {
-	for i := range m.slots {
-		if s := &m.slots[i]; s.l != nil {
-			f(s.price, s.l)
-		}
-	}
-}
-
 // reserve sizes the table for n entries in all (it keeps those it holds),
 // so that putting up to n does not grow it.
 func (m *levelMap) reserve(n int) {

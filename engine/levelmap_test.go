@@ -38,14 +38,17 @@ func TestLevelMapAgainstMap(t *testing.T) {
 			}
 		}
 		n := 0
-		m.each(func(price int64, l *level) {
-			n++
-			if ref[price] != l {
-				t.Fatalf("spread %d: each gave %d -> %p, want %p", spread, price, l, ref[price])
+		for _, sl := range m.slots {
+			if sl.l == nil {
+				continue
 			}
-		})
+			n++
+			if ref[sl.price] != sl.l {
+				t.Fatalf("spread %d: slot holds %d -> %p, want %p", spread, sl.price, sl.l, ref[sl.price])
+			}
+		}
 		if n != len(ref) {
-			t.Fatalf("spread %d: each visited %d, want %d", spread, n, len(ref))
+			t.Fatalf("spread %d: %d entries in the slots, want %d", spread, n, len(ref))
 		}
 	}
 }
