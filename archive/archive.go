@@ -148,6 +148,11 @@ type Options struct {
 	// torn tail of a recording's last segment, before it cuts them
 	// (VerifyOptions.KeepCut); an error fails Open before the cut.
 	KeepCut func(segment string, offset int64, cut []byte) error
+	// ScanMemo, if not nil, holds scans of last segments taken read-only
+	// earlier in the same start (a recovery plan's check), which Open's
+	// recovery takes instead of reading those segments again; see
+	// ScanMemo for when that is sound.
+	ScanMemo *ScanMemo
 }
 
 func (o *Options) resolve() error {
@@ -760,6 +765,7 @@ func (a *Archive) settle(i int, e CatalogEntry) (RecordingReport, error) {
 		return RecordingReport{}, err
 	}
 	files := segs[d.RecordingID]
+	memo := a.opts.ScanMemo
 	if checkDescriptorGeometry(&d) == nil {
 		for j, f := range files {
 			if f.Size < int64(d.SegmentFileLength) {
@@ -767,10 +773,13 @@ func (a *Archive) settle(i int, e CatalogEntry) (RecordingReport, error) {
 					return RecordingReport{}, err
 				}
 				files[j].Size = int64(d.SegmentFileLength)
+				// An earlier scan saw the file short (or as it was
+				// before it was cut): scanned again.
+				memo = nil
 			}
 		}
 	}
-	rr, err := verifyEntry(a.fs, a.dir, a.cat, i, e, files, VerifyOptions{Truncate: true, KeepCut: a.opts.KeepCut}, a.opts.Clock)
+	rr, err := verifyEntry(a.fs, a.dir, a.cat, i, e, files, VerifyOptions{Truncate: true, KeepCut: a.opts.KeepCut, ScanMemo: memo}, a.opts.Clock)
 	if err != nil {
 		return rr, err
 	}

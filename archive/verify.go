@@ -213,6 +213,12 @@ func ComputeStopPosition(fsys vfs.FS, dir string, d RecordingDescriptor) (int64,
 // computeStopPosition is ComputeStopPosition, also returning the name of
 // the segment file scanned ("" if none).
 func computeStopPosition(fsys vfs.FS, dir string, d RecordingDescriptor) (int64, ScanResult, string, error) {
+	return computeStopPositionMemo(fsys, dir, d, nil, false)
+}
+
+// computeStopPositionMemo is computeStopPosition; with record, its scan is
+// recorded in memo, else a scan memo holds is taken from it.
+func computeStopPositionMemo(fsys vfs.FS, dir string, d RecordingDescriptor, memo *ScanMemo, record bool) (int64, ScanResult, string, error) {
 	segs, _, err := segmentIndex(fsys, dir)
 	if err != nil {
 		return 0, ScanResult{}, "", err
@@ -222,7 +228,7 @@ func computeStopPosition(fsys vfs.FS, dir string, d RecordingDescriptor) (int64,
 		return d.StartPosition, ScanResult{LastFrameOffset: -1}, "", nil
 	}
 	last := files[len(files)-1]
-	res, err := scanFile(fsys, dir, last, d)
+	res, _, err := scanFileMemo(fsys, dir, last, d, memo, record)
 	if err != nil {
 		return 0, res, last.Name, err
 	}
@@ -230,27 +236,46 @@ func computeStopPosition(fsys vfs.FS, dir string, d RecordingDescriptor) (int64,
 }
 
 func scanFile(fsys vfs.FS, dir string, s SegmentFile, d RecordingDescriptor) (ScanResult, error) {
+	res, _, err := scanFileMemo(fsys, dir, s, d, nil, false)
+	return res, err
+}
+
+// scanFileMemo is scanFile; with record, a successful scan is recorded in
+// memo, else one memo holds for the same file and parameters is taken
+// instead of reading the file (reused true).
+func scanFileMemo(fsys vfs.FS, dir string, s SegmentFile, d RecordingDescriptor, memo *ScanMemo, record bool) (res ScanResult, reused bool, err error) {
 	if err := checkDescriptorGeometry(&d); err != nil {
-		return ScanResult{LastFrameOffset: -1}, fmt.Errorf("archive: recording %d: %w", d.RecordingID, err)
+		return ScanResult{LastFrameOffset: -1}, false, fmt.Errorf("archive: recording %d: %w", d.RecordingID, err)
+	}
+	k := memo.key(fsys, dir, s, segmentParams(d, s.Base))
+	if !record {
+		if res, ok := memo.take(k); ok {
+			return res, true, nil
+		}
 	}
 	f, err := fsys.Open(fsys.Join(dir, s.Name))
 	if err != nil {
-		return ScanResult{LastFrameOffset: -1}, fmt.Errorf("archive: open %s: %w", s.Name, err)
+		return ScanResult{LastFrameOffset: -1}, false, fmt.Errorf("archive: open %s: %w", s.Name, err)
 	}
 	defer f.Close()
 	size, err := f.Size()
 	if err != nil {
-		return ScanResult{LastFrameOffset: -1}, fmt.Errorf("archive: %s: %w", s.Name, err)
+		return ScanResult{LastFrameOffset: -1}, false, fmt.Errorf("archive: %s: %w", s.Name, err)
 	}
 	p := segmentParams(d, s.Base)
 	if p.Checksums, err = RecordingChecksums(fsys, dir, d); err != nil {
-		return ScanResult{LastFrameOffset: -1}, err
+		return ScanResult{LastFrameOffset: -1}, false, err
 	}
-	res, err := ScanSegment(f, size, p, nil)
+	res, err = ScanSegment(f, size, p, nil)
 	if err != nil {
-		return res, fmt.Errorf("archive: scan %s: %w", s.Name, err)
+		return res, false, fmt.Errorf("archive: scan %s: %w", s.Name, err)
 	}
-	return res, nil
+	// A file whose length changed since it was listed is not remembered
+	// under the listed length.
+	if record && size == s.Size {
+		memo.put(k, res)
+	}
+	return res, false, nil
 }
 
 // errFirstData stops RecordingChecksums' scan at the first DATA frame.
@@ -334,6 +359,10 @@ type VerifyOptions struct {
 	RecordingID *int64
 	// Now returns the time in epoch ms for stopTimestamp; time.Now if nil.
 	Now func() int64
+	// ScanMemo, if not nil, may hold the scan of a recording's last
+	// segment taken earlier in the same start, used (once) instead of
+	// reading the segment again; see ScanMemo for when that is sound.
+	ScanMemo *ScanMemo
 }
 
 // Status summarises a RecordingReport.
@@ -368,7 +397,10 @@ type RecordingReport struct {
 	// Problems lists every finding in words.
 	Problems []string
 	// Scan is the scan of the last segment (LastFrameOffset -1 if none).
-	Scan         ScanResult
+	Scan ScanResult
+	// ScanReused: Scan was not read again but taken from
+	// VerifyOptions.ScanMemo (the same start's earlier scan of the file).
+	ScanReused   bool
 	LastSegment  string
 	StoredStop   int64
 	ComputedStop int64
@@ -553,11 +585,11 @@ func verifyEntry(fsys vfs.FS, dir string, c *Catalog, index int, e CatalogEntry,
 		if last.Base&int64(termLen-1) != 0 {
 			return invalid("segment %s: base %d is not a multiple of the term length %d", last.Name, last.Base, termLen)
 		}
-		res, err := scanFile(fsys, dir, last, d)
+		res, reused, err := scanFileMemo(fsys, dir, last, d, opts.ScanMemo, false)
 		if err != nil {
 			return rr, err
 		}
-		rr.Scan = res
+		rr.Scan, rr.ScanReused = res, reused
 		rr.ComputedStop = max(last.Base+res.End, start)
 		if p := res.Problem; p != nil {
 			if p.Kind == InvalidFrame {

@@ -50,7 +50,7 @@ type segmentCut struct {
 // catalog that names no recording may then be what a crash left only when
 // nothing refers to a recording. cut gets the bytes a crash repair cuts
 // from a torn segment tail, before they are cut.
-func openArchive(fsys vfs.FS, dir string, opts Options, nowMs func() int64, recorded bool, cut func(segmentCut)) (*nodeArchive, error) {
+func openArchive(fsys vfs.FS, dir string, opts Options, nowMs func() int64, recorded bool, scans *archive.ScanMemo, cut func(segmentCut)) (*nodeArchive, error) {
 	// The node owns its archive: an archive mark file left behind by a
 	// crashed node belongs to no live archive, so it is marked stopped
 	// (activity -1, as a clean stop leaves it) before the archive opens
@@ -65,6 +65,10 @@ func openArchive(fsys vfs.FS, dir string, opts Options, nowMs func() int64, reco
 			cut(segmentCut{segment, offset, data})
 			return nil
 		},
+		// The plan check's scans of the last segments of recordings a
+		// crash left active: the recovery settles them without reading
+		// them again.
+		ScanMemo:         scans,
 		SegmentLength:    opts.SegmentLength,
 		FileIoMaxLength:  opts.FileIoMaxLength,
 		FileSyncLevel:    opts.FileSyncLevel,

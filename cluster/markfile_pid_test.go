@@ -61,3 +61,48 @@ func TestOpenAfterKill(t *testing.T) {
 	c.work(2)
 	c.close()
 }
+
+// TestStartScansLogOnce: a start after a crash scans the active log
+// recording's last segment once — the plan check's read-only scan is the
+// one the archive's recovery settles the recording with — and the
+// restarted node holds what the crashed one had made durable.
+func TestStartScansLogOnce(t *testing.T) {
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Skipf("no `true` to make a dead pid: %v", err)
+	}
+	mem := vfs.NewMem()
+	a := newFixture(t, mem)
+	a.open()
+	s, _ := a.node.Connect("aeron:udp?endpoint=localhost:1", 102)
+	for i := uint64(1); i <= 200; i++ {
+		if err := a.node.Offer(s, msg(i, 0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a.work(50)
+	logID, hash := a.node.LogRecordingID(), a.svc.hash
+	crashed := mem.CrashClone(vfs.CrashCloneConfig{UnsyncedDataPercent: 100})
+	a.close()
+	setMarkPID(t, crashed, dead.Process.Pid)
+
+	c := newFixture(t, crashed)
+	c.open()
+	defer c.close()
+	var found bool
+	for _, r := range c.node.Recovery().Archive {
+		if r.RecordingID != logID {
+			continue
+		}
+		found = true
+		if !r.ScanReused {
+			t.Errorf("the archive's recovery read the log's last segment %s again after the plan check had scanned it", r.LastSegment)
+		}
+	}
+	if !found {
+		t.Fatalf("the log recording %d was not settled by the start: %+v", logID, c.node.Recovery().Archive)
+	}
+	if c.svc.hash != hash {
+		t.Errorf("restarted service hash %x, the crashed node's %x", c.svc.hash, hash)
+	}
+}

@@ -377,7 +377,10 @@ type snapshotJob struct {
 // DoWork and the Service run on the caller's goroutine; Connect, Offer,
 // CloseSession and RequestSnapshot may be called from any goroutine.
 type Node struct {
-	opts    Options
+	opts Options
+	// scans carries the plan check's scans to the archive's recovery
+	// during Open (archive.ScanMemo); nil after.
+	scans   *archive.ScanMemo
 	fs      vfs.FS
 	cdir    string
 	adir    string

@@ -78,7 +78,13 @@ type catalogReader interface {
 // cannot be read (other than a missing one) is an error, not an issue. It
 // only reads.
 func CheckPlan(fsys vfs.FS, dir string, cat catalogReader, rl *recordinglog.Log, plan *recordinglog.RecoveryPlan) ([]PlanIssue, error) {
-	c := planChecker{fsys: fsys, dir: dir, adir: fsys.Join(dir, ArchiveDirName), cat: cat, rl: rl}
+	return checkPlan(fsys, dir, cat, rl, plan, nil)
+}
+
+// checkPlan is CheckPlan, recording in memo the scans it takes of active
+// recordings' last segments (for the start's archive recovery to take).
+func checkPlan(fsys vfs.FS, dir string, cat catalogReader, rl *recordinglog.Log, plan *recordinglog.RecoveryPlan, memo *archive.ScanMemo) ([]PlanIssue, error) {
+	c := planChecker{fsys: fsys, dir: dir, adir: fsys.Join(dir, ArchiveDirName), cat: cat, rl: rl, memo: memo}
 	issues := c.check(plan)
 	for i := range issues {
 		if issues[i].Fix == "" {
@@ -97,7 +103,8 @@ type planChecker struct {
 	adir string
 	cat  catalogReader
 	rl   *recordinglog.Log
-	err  error // the first read error
+	memo *archive.ScanMemo // nil: scans are not recorded
+	err  error             // the first read error
 	// entries is the catalog's entries, decoded at the first lookup.
 	entries []archive.CatalogEntry
 }
@@ -218,7 +225,7 @@ func (c *planChecker) recording(id, from, to int64, what string, snapshot bool) 
 	if to < 0 || to == archive.NullPosition {
 		to = d.StopPosition
 		if to == archive.NullPosition {
-			stop, _, err := archive.ComputeStopPosition(c.fsys, c.adir, d)
+			stop, _, err := c.memo.ComputeStopPosition(c.fsys, c.adir, d)
 			if err != nil {
 				c.readErr(fmt.Errorf("recording %d (%s) has no stop position and none can be computed: %w", id, what, err))
 				return nil

@@ -101,7 +101,8 @@ func (n *Node) open() error {
 	if err != nil && !errors.Is(err, vfs.ErrNotExist) {
 		return fmt.Errorf("cluster: %w", err)
 	}
-	n.arc, err = openArchive(fsys, n.adir, n.opts, n.nowMs, rlSize > 0, func(c segmentCut) { n.cuts = append(n.cuts, c) })
+	n.arc, err = openArchive(fsys, n.adir, n.opts, n.nowMs, rlSize > 0, n.scans, func(c segmentCut) { n.cuts = append(n.cuts, c) })
+	n.scans = nil // the archive has written: no scan of the plan check holds any more
 	if err != nil {
 		return err
 	}
@@ -183,7 +184,8 @@ func (n *Node) preflight() error {
 	if err != nil {
 		return nil // an unknown log recording: the start explains it after the archive's recovery
 	}
-	issues, err := CheckPlan(fsys, n.opts.Dir, cat, rl, plan)
+	n.scans = &archive.ScanMemo{}
+	issues, err := checkPlan(fsys, n.opts.Dir, cat, rl, plan, n.scans)
 	if err != nil {
 		return err
 	}
