@@ -1,10 +1,6 @@
 package archive
 
-import (
-	"sync"
-
-	"github.com/matchlog/matchlog/internal/vfs"
-)
+import "github.com/matchlog/matchlog/internal/vfs"
 
 // A ScanMemo carries the scan of a recording's last segment from one step
 // of a start to the next, so that the start reads the segment once.
@@ -19,15 +15,15 @@ import (
 // and the archive's Open takes it from there instead of reading the
 // segment again.
 //
-// A scan is taken at most once: Take removes it, so a memo never answers
+// A scan is taken at most once: taking it removes it, so a memo never answers
 // for a file that may have changed since (segment files keep their length
 // as they are written, so the length is no witness of their contents).
 // The key is the file's path and length and every descriptor field the
 // scan depends on. The zero value is empty and ready; a nil *ScanMemo
-// remembers nothing.
+// remembers nothing. A memo is not safe for concurrent use (a start is
+// one goroutine).
 type ScanMemo struct {
-	mu sync.Mutex
-	m  map[scanKey]ScanResult
+	m map[scanKey]ScanResult
 }
 
 type scanKey struct {
@@ -36,17 +32,11 @@ type scanKey struct {
 	params SegmentParams
 }
 
-func (m *ScanMemo) key(fsys vfs.FS, dir string, s SegmentFile, p SegmentParams) scanKey {
-	return scanKey{path: fsys.Join(dir, s.Name), size: s.Size, params: p}
-}
-
-// put records res, the scan of s with p.
+// put records res under k.
 func (m *ScanMemo) put(k scanKey, res ScanResult) {
 	if m == nil {
 		return
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	if m.m == nil {
 		m.m = map[scanKey]ScanResult{}
 	}
@@ -58,8 +48,6 @@ func (m *ScanMemo) take(k scanKey) (ScanResult, bool) {
 	if m == nil {
 		return ScanResult{}, false
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	res, ok := m.m[k]
 	delete(m.m, k)
 	return res, ok
@@ -70,8 +58,6 @@ func (m *ScanMemo) Len() int {
 	if m == nil {
 		return 0
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	return len(m.m)
 }
 

@@ -247,7 +247,8 @@ func scanFileMemo(fsys vfs.FS, dir string, s SegmentFile, d RecordingDescriptor,
 	if err := checkDescriptorGeometry(&d); err != nil {
 		return ScanResult{LastFrameOffset: -1}, false, fmt.Errorf("archive: recording %d: %w", d.RecordingID, err)
 	}
-	k := memo.key(fsys, dir, s, segmentParams(d, s.Base))
+	p := segmentParams(d, s.Base)
+	k := scanKey{path: fsys.Join(dir, s.Name), size: s.Size, params: p}
 	if !record {
 		if res, ok := memo.take(k); ok {
 			return res, true, nil
@@ -262,7 +263,6 @@ func scanFileMemo(fsys vfs.FS, dir string, s SegmentFile, d RecordingDescriptor,
 	if err != nil {
 		return ScanResult{LastFrameOffset: -1}, false, fmt.Errorf("archive: %s: %w", s.Name, err)
 	}
-	p := segmentParams(d, s.Base)
 	if p.Checksums, err = RecordingChecksums(fsys, dir, d); err != nil {
 		return ScanResult{LastFrameOffset: -1}, false, err
 	}
