@@ -106,31 +106,16 @@ func (c *conn) close(code wiresbe.CloseCode, why string, reason cluster.CloseRea
 	c.open = false
 	cid := c.clientID
 	c.mu.Unlock()
-	// Counted before the writer sends the SessionClosed frame, so that a
-	// client that has read it finds the close in Stats.
-	s := c.s
-	refused := !wasOpen && code != wiresbe.CloseCodeClientAction && code != wiresbe.CloseCodeShutdown && code != wiresbe.CloseCodeTimeout
-	if refused {
-		s.st.malformed.Add(1)
-		s.st.refused.Add(1)
-	}
-	if wasOpen {
-		s.st.closed.Add(1)
-		s.st.active.Add(-1)
-		if int(code) < NumCloseCodes {
-			s.st.closedBy[code].Add(1)
-		}
-		switch code {
-		case wiresbe.CloseCodeTimeout:
-			s.st.timeouts.Add(1)
-		case wiresbe.CloseCodeMalformed, wiresbe.CloseCodeProtocolError:
-			s.st.malformed.Add(1)
-		}
-	}
 	c.signal()
 	// Read what the client still sends for a moment, discarding it.
 	c.nc.SetReadDeadline(time.Now().Add(lingerTimeout))
+	s := c.s
 	if !wasOpen {
+		refused := code != wiresbe.CloseCodeClientAction && code != wiresbe.CloseCodeShutdown && code != wiresbe.CloseCodeTimeout
+		if refused {
+			s.st.malformed.Add(1)
+			s.st.refused.Add(1)
+		}
 		s.logConnClose(c, code, why, refused)
 		return
 	}
@@ -142,6 +127,17 @@ func (c *conn) close(code wiresbe.CloseCode, why string, reason cluster.CloseRea
 		delete(s.clients, cid)
 	}
 	s.mu.Unlock()
+	s.st.closed.Add(1)
+	s.st.active.Add(-1)
+	if int(code) < NumCloseCodes {
+		s.st.closedBy[code].Add(1)
+	}
+	switch code {
+	case wiresbe.CloseCodeTimeout:
+		s.st.timeouts.Add(1)
+	case wiresbe.CloseCodeMalformed, wiresbe.CloseCodeProtocolError:
+		s.st.malformed.Add(1)
+	}
 	if logIt {
 		if code == wiresbe.CloseCodeClientAction {
 			_ = s.node.CloseSession(sid)
