@@ -27,10 +27,13 @@ type conn struct {
 	s  *Server
 	nc net.Conn
 
-	mu       sync.Mutex
-	pending  []byte // frames for the writer
-	spare    []byte
-	closing  bool // the final frame is queued: nothing more goes in
+	mu      sync.Mutex
+	pending []byte // frames for the writer
+	spare   []byte
+	closing bool // closed: nothing more goes in
+	// final: the SessionClosed frame is queued, last; the writer ends once
+	// it is out. close queues it after counting and logging the close.
+	final    bool
 	open     bool // a session is open for this connection
 	session  int64
 	clientID uint64
@@ -99,14 +102,22 @@ func (c *conn) close(code wiresbe.CloseCode, why string, reason cluster.CloseRea
 		c.pending = c.pending[:0] // the client is behind: it gets the reason next
 		c.s.st.slow.Add(1)
 	}
-	buf, off := wiresbe.BeginFrame(c.pending)
 	sid := c.session
-	c.pending = wiresbe.EndFrame(wiresbe.AppendSessionClosed(buf, sid, code, why), off)
 	wasOpen := c.open
 	c.open = false
 	cid := c.clientID
 	c.mu.Unlock()
-	c.signal()
+	// The SessionClosed frame is queued once the close is counted and
+	// logged, so that a client that has read it finds the close in Stats
+	// and in the log.
+	defer func() {
+		c.mu.Lock()
+		buf, off := wiresbe.BeginFrame(c.pending)
+		c.pending = wiresbe.EndFrame(wiresbe.AppendSessionClosed(buf, sid, code, why), off)
+		c.final = true
+		c.mu.Unlock()
+		c.signal()
+	}()
 	// Read what the client still sends for a moment, discarding it.
 	c.nc.SetReadDeadline(time.Now().Add(lingerTimeout))
 	s := c.s
@@ -172,7 +183,7 @@ func (c *conn) writeLoop() {
 		c.mu.Lock()
 		buf := c.pending
 		c.pending = c.spare[:0]
-		closing := c.closing
+		final := c.final
 		c.mu.Unlock()
 		if len(buf) > 0 {
 			c.nc.SetWriteDeadline(time.Now().Add(c.s.opts.WriteTimeout))
@@ -185,7 +196,7 @@ func (c *conn) writeLoop() {
 		}
 		c.mu.Lock()
 		c.spare = buf[:0]
-		done := closing && len(c.pending) == 0
+		done := final && len(c.pending) == 0
 		c.mu.Unlock()
 		if done {
 			if tc, ok := c.nc.(*net.TCPConn); ok {
