@@ -83,7 +83,7 @@ func (e *Engine) checkSide(b *book, si int) (int, error) {
 		nl++
 		if l.count == 0 {
 			empty++
-			if l.qty != 0 || len(l.chunks) != 0 || l.head != 0 || l.next != 0 || l.epoch > e.lp.epoch {
+			if l.qty != 0 || len(l.chunks) != 0 || l.long != nil || l.head != 0 || l.next != 0 || l.epoch > e.lp.epoch {
 				err = fmt.Errorf("engine: instrument %d %s level %d: empty level kept with qty %d, %d chunks, head %d, next %d, epoch %d",
 					b.id, side, l.price, l.qty, len(l.chunks), l.head, l.next, l.epoch)
 			}
@@ -120,17 +120,25 @@ func (e *Engine) checkLevel(b *book, si int, l *level) (int, error) {
 	if l.shift < minShift || l.shift > maxShift || (l.shift-minShift)%shiftStep != 0 || l.epoch > e.lp.epoch {
 		return 0, fmt.Errorf("%s: bad chunk shift %d or epoch %d (writer's %d)", where(), l.shift, l.epoch, e.lp.epoch)
 	}
-	lo, hi := l.first<<l.shift, (l.first+uint64(len(l.chunks)))<<l.shift
-	if len(l.chunks) == 0 || l.head < lo || l.head > l.next || l.next > hi || l.next <= hi-1<<l.shift {
+	if err := checkChunkList(l); err != nil {
+		return 0, fmt.Errorf("%s: %w", where(), err)
+	}
+	nc := l.nchunks()
+	lo, hi := l.first<<l.shift, (l.first+uint64(nc))<<l.shift
+	if nc == 0 || l.head < lo || l.head > l.next || l.next > hi || l.next <= hi-1<<l.shift {
 		return 0, fmt.Errorf("%s: chunks cover slots [%d, %d), head %d, next %d", where(), lo, hi, l.head, l.next)
 	}
 	var qty, count int64
 	var prevSK uint64
 	px := b.ticks(l.price)
-	for ci := range l.chunks {
-		c := &l.chunks[ci]
-		if len(c.s) != 1<<l.shift || c.epoch > l.epoch {
-			return 0, fmt.Errorf("%s: chunk %d: %d slots (want %d), epoch %d (level's %d)", where(), l.first+uint64(ci), len(c.s), 1<<l.shift, c.epoch, l.epoch)
+	for ci := range nc {
+		c := l.chunkAt(l.first + uint64(ci))
+		maxEpoch := l.epoch
+		if l.long != nil {
+			maxEpoch = l.long.segs[(l.first+uint64(ci)-l.long.base)/segChunks].epoch
+		}
+		if len(c.s) != 1<<l.shift || c.epoch > maxEpoch {
+			return 0, fmt.Errorf("%s: chunk %d: %d slots (want %d), epoch %d (level's or segment's %d)", where(), l.first+uint64(ci), len(c.s), 1<<l.shift, c.epoch, maxEpoch)
 		}
 		live := int32(0)
 		start := (l.first + uint64(ci)) << l.shift
@@ -210,4 +218,39 @@ func (e *Engine) checkTriggers(b *book, si int) (int, error) {
 		return true
 	})
 	return n, err
+}
+
+// checkChunkList checks the form of l's chunk list: a short list of at
+// most segChunks entries, or segments that cover exactly the level's
+// chunks, none newer than the level, with nothing past the last chunk.
+func checkChunkList(l *level) error {
+	if l.long == nil {
+		if len(l.chunks) > segChunks {
+			return fmt.Errorf("short chunk list of %d entries (at most %d)", len(l.chunks), segChunks)
+		}
+		return nil
+	}
+	ls := l.long
+	if len(l.chunks) != 0 {
+		return fmt.Errorf("long form with %d entries in its short list", len(l.chunks))
+	}
+	if ls.n < 1 || l.first < ls.base || l.first-ls.base >= segChunks {
+		return fmt.Errorf("segments from chunk %d hold %d chunks from chunk %d", ls.base, ls.n, l.first)
+	}
+	end := l.first - ls.base + uint64(ls.n)
+	if want := (end + segChunks - 1) / segChunks; uint64(len(ls.segs)) != want {
+		return fmt.Errorf("%d segments for chunks [%d, %d), want %d", len(ls.segs), l.first, l.first+uint64(ls.n), want)
+	}
+	for j, g := range ls.segs {
+		if g == nil || g.epoch > l.epoch {
+			return fmt.Errorf("segment %d missing or newer than the level (epoch %d)", j, l.epoch)
+		}
+	}
+	last := ls.segs[len(ls.segs)-1]
+	for i := (end-1)%segChunks + 1; i < segChunks; i++ {
+		if c := last.c[i]; c.s != nil || c.live != 0 || c.epoch != 0 {
+			return fmt.Errorf("segment entry %d past the last chunk is not empty", i)
+		}
+	}
+	return nil
 }

@@ -111,3 +111,71 @@ func TestCheckCatches(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckCatchesLongForm corrupts the segments of a long level (41
+// chunks of 256 slots, the first dropped, the level copied after a clone
+// so that one segment is shared) one way at a time.
+func TestCheckCatchesLongForm(t *testing.T) {
+	const n = 40*256 + 10
+	build := func(t *testing.T) (*Engine, *level) {
+		s := newScript(t)
+		apply := func(c Command) {
+			s.seq++
+			c.Source, c.Seq, c.Instrument = 1, s.seq, 1
+			if ev := s.e.Apply(&c); ev[0].Kind != EvAccepted {
+				t.Fatalf("%+v", ev[0])
+			}
+		}
+		for id := uint64(1); id <= n; id++ {
+			apply(Command{Kind: CmdNewOrder, OrderID: id, Account: 1, Side: Buy, Type: Limit, TIF: GTC, Price: 100, Qty: 1})
+		}
+		for id := uint64(1); id <= 300; id++ {
+			apply(Command{Kind: CmdCancel, OrderID: id})
+		}
+		s.e.Clone()
+		apply(Command{Kind: CmdCancel, OrderID: n})
+		l := s.e.byID[1].lmap[0].get(100)
+		if l.long == nil || len(l.long.segs) != 2 || l.first != 1 || l.long.segs[0].epoch == l.epoch || l.long.segs[1].epoch != l.epoch {
+			t.Fatalf("level not in the long form wanted: first %d, long %+v", l.first, l.long)
+		}
+		if err := s.e.Check(); err != nil {
+			t.Fatal(err)
+		}
+		return s.e, l
+	}
+	cases := []struct {
+		name, want string
+		corrupt    func(e *Engine, l *level)
+	}{
+		{"segment newer than its level", "newer than the level", func(e *Engine, l *level) { l.long.segs[0].epoch = l.epoch + 1 }},
+		{"segment missing", "missing", func(e *Engine, l *level) { l.long.segs[1] = nil }},
+		{"segment too many", "segments for chunks", func(e *Engine, l *level) {
+			l.long.segs = append(l.long.segs, &chunkSeg{epoch: l.epoch})
+		}},
+		{"chunk count", "chunks cover", func(e *Engine, l *level) { l.long.n++ }},
+		{"segment base after the first chunk", "segments from chunk", func(e *Engine, l *level) { l.long.base = l.first + 1 }},
+		{"segment base a segment too far back", "segments from chunk", func(e *Engine, l *level) { l.long.base = l.first - 1 - segChunks }},
+		{"entry past the last chunk", "past the last chunk", func(e *Engine, l *level) {
+			l.long.segs[1].c[(l.first+uint64(l.long.n))%segChunks].live = 1
+		}},
+		{"short list beside segments", "short list", func(e *Engine, l *level) { l.chunks = append(l.chunks, chunk{}) }},
+		{"chunk newer than its segment", "segment's", func(e *Engine, l *level) { l.long.segs[0].c[5].epoch = l.epoch }},
+		{"chunk occupancy in a segment", "occupancy", func(e *Engine, l *level) { l.long.segs[1].c[0].live-- }},
+		{"short list too long", "short chunk list", func(e *Engine, l *level) {
+			for k := range l.long.n {
+				l.chunks = append(l.chunks, *l.chunkAt(l.first + uint64(k)))
+			}
+			l.long = nil
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e, l := build(t)
+			c.corrupt(e, l)
+			err := e.Check()
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("Check() = %v, want an error about %q", err, c.want)
+			}
+		})
+	}
+}

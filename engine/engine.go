@@ -306,10 +306,7 @@ func (e *Engine) rebuild(b *book, l *level) {
 	if shift > l.shift {
 		limit = min(limit, growKeepBufs)
 	}
-	for i := range l.chunks {
-		e.lp.releaseUpTo(&l.chunks[i], l.shift, limit)
-	}
-	l.chunks = l.chunks[:0]
+	e.lp.releaseAll(l, limit)
 	l.qty, l.count = 0, 0
 	e.lp.fill(l, e.rbuf, shift, slabBytes)
 	for i, o := range e.rbuf {

@@ -21,12 +21,22 @@ import "math/bits"
 //     its slots hold live orders. Either takes a number of operations
 //     proportional to the orders copied since the previous rebuild, so a
 //     cancel or an append is O(1) amortized.
-//   - Copy-on-write by epoch: a level or chunk whose epoch is older than
-//     the engine's may be read by a [Frozen] view and is never written. The
-//     writer copies the level (its chunk list, O(chunks)) and then each
-//     chunk it writes (O(chunk size)) first, so the first write to a level
-//     after a clone costs a bounded copy, never a copy of the level's
-//     orders.
+//   - A level of at most segChunks chunks keeps their entries in one
+//     list (chunks, the short form). A longer one (only levels of the
+//     largest chunk size grow past maxChunks) keeps them in segments of
+//     segChunks entries (the long form, see segList): chunk k is entry
+//     (k-base)%segChunks of segment (k-base)/segChunks. Entries of the
+//     first segment below first are dead (dropped chunks); entries past
+//     the last chunk are empty.
+//   - Copy-on-write by epoch: a level, segment or chunk whose epoch is
+//     older than the engine's may be read by a [Frozen] view and is never
+//     written. The writer copies the level first (its short list, at most
+//     segChunks entries, or its list of segment pointers, one a segChunks
+//     chunks), then the segment holding the entry of a chunk it writes,
+//     then the chunk (1<<shift slots). So the first write to a level after
+//     a clone costs a bounded copy, never a copy of the level's orders: for
+//     a 100,000-order level, about 13-49 segment pointers, one 1,288-byte
+//     segment and one 8 KiB chunk.
 
 // Chunk sizes: 1<<shift slots, shift in [minShift, maxShift] by steps of
 // shiftStep.
@@ -48,17 +58,41 @@ type chunk struct {
 	live  int32 // live (non-tombstone) slots below the level's next
 }
 
+// segChunks is the number of chunk entries of a segment, and the most a
+// level keeps in its short list.
+const segChunks = 32
+
+// chunkSeg is a segment of a long level's chunk entries.
+type chunkSeg struct {
+	c     [segChunks]chunk
+	epoch uint64
+}
+
 // level is one price level: its totals and its orders.
 type level struct {
-	price  int64
-	qty    int64
-	count  int64
-	epoch  uint64
-	head   uint64 // first live slot (== next when empty)
-	next   uint64 // slot the next appended order takes
-	first  uint64 // chunk number of chunks[0]
-	shift  uint8
+	price int64
+	qty   int64
+	count int64
+	epoch uint64
+	head  uint64 // first live slot (== next when empty)
+	next  uint64 // slot the next appended order takes
+	first uint64 // chunk number of the first chunk
+	shift uint8
+	// Short form (long == nil): chunks holds the entries of chunks first
+	// to first+len(chunks)-1. Long form: long holds them, and chunks is
+	// empty.
 	chunks []chunk
+	long   *segList
+}
+
+// segList holds the chunk entries of a level in the long form: segs holds
+// them from chunk number base, n chunks from the level's first on
+// (first-base < segChunks). A level's segList is its own: copying a level
+// copies it.
+type segList struct {
+	segs []*chunkSeg
+	base uint64
+	n    int
 }
 
 // lvl is an item of a level tree: the level's price (so the comparator
@@ -79,13 +113,31 @@ func shiftFor(n int) uint8 {
 	return s
 }
 
+// chunkAt returns the entry of chunk number k of l (which must be one of
+// l's chunks), for reading.
+func (l *level) chunkAt(k uint64) *chunk {
+	if l.long == nil {
+		return &l.chunks[k-l.first]
+	}
+	i := k - l.long.base
+	return &l.long.segs[i/segChunks].c[i%segChunks]
+}
+
+// nchunks returns the number of l's chunks.
+func (l *level) nchunks() int {
+	if l.long == nil {
+		return len(l.chunks)
+	}
+	return l.long.n
+}
+
 // at returns slot s of l (which must lie in l's chunks), for reading.
 func (l *level) at(s uint64) *order {
-	return &l.chunks[s>>l.shift-l.first].s[s&(1<<l.shift-1)]
+	return &l.chunkAt(s >> l.shift).s[s&(1<<l.shift-1)]
 }
 
 // slots returns the number of slots l's chunks hold.
-func (l *level) slots() int { return len(l.chunks) << l.shift }
+func (l *level) slots() int { return l.nchunks() << l.shift }
 
 // seek returns the first slot in [head, next) whose sequence key is at or
 // after sk, or next: a binary search, as tombstones keep their keys.
@@ -107,7 +159,7 @@ func (l *level) seek(sk uint64) uint64 {
 func (l *level) walk(from, to uint64, fn func(order) bool) bool {
 	mask := uint64(1)<<l.shift - 1
 	for s := from; s < to; {
-		c := &l.chunks[s>>l.shift-l.first]
+		c := l.chunkAt(s >> l.shift)
 		end := min(to, (s|mask)+1)
 		if c.live > 0 {
 			for _, o := range c.s[s&mask : s&mask+(end-s)] {
@@ -126,7 +178,7 @@ func (l *level) walk(from, to uint64, fn func(order) bool) bool {
 func (l *level) rankSlot(r int64) uint64 {
 	mask := uint64(1)<<l.shift - 1
 	for s := l.head; ; {
-		c := &l.chunks[s>>l.shift-l.first]
+		c := l.chunkAt(s >> l.shift)
 		if int64(c.live) <= r {
 			r -= int64(c.live)
 			s = (s | mask) + 1
@@ -285,13 +337,32 @@ func (p *levelPool) get(price int64) *level {
 	return l
 }
 
+// releaseAll gives back the buffers of l's chunks that the writer owns,
+// keeping at most limit buffers a size, and leaves l, the writer's, with
+// no chunks, in the short form. It writes no segment: a segment a frozen
+// view may see holds only chunks the writer does not own (a chunk written
+// since the latest clone sits in a segment copied since then).
+func (p *levelPool) releaseAll(l *level, limit int) {
+	if l.long == nil {
+		for i := range l.chunks {
+			p.releaseUpTo(&l.chunks[i], l.shift, limit)
+		}
+		l.chunks = l.chunks[:0]
+		return
+	}
+	fl := &p.bufs[classOf(l.shift)]
+	for k := l.first; k < l.first+uint64(l.long.n); k++ {
+		if c := l.chunkAt(k); c.epoch == p.epoch && len(*fl) < limit {
+			*fl = append(*fl, c.s)
+		}
+	}
+	l.long = nil
+}
+
 // clear gives back the chunks of l, the writer's and empty, and resets its
 // slot numbering: an empty level kept in its book holds no chunks.
 func (p *levelPool) clear(l *level) {
-	for i := range l.chunks {
-		p.release(&l.chunks[i], l.shift)
-	}
-	l.chunks = l.chunks[:0]
+	p.releaseAll(l, maxFreeBufs(l.shift))
 	l.head, l.next, l.first, l.shift = 0, 0, 0, minShift
 }
 
@@ -300,29 +371,51 @@ func (p *levelPool) put(l *level) {
 	if l.epoch != p.epoch {
 		return
 	}
-	for i := range l.chunks {
-		p.release(&l.chunks[i], l.shift)
-	}
-	l.chunks = l.chunks[:0]
+	p.releaseAll(l, maxFreeBufs(l.shift))
 	if len(p.free) < 4096 {
 		p.free = append(p.free, l)
 	}
 }
 
 // copyLevel returns the writer's copy of a level a frozen view may see:
-// the totals and the chunk list; the chunks stay shared until written.
+// the totals and the short chunk list or the list of segment pointers; the
+// segments and chunks stay shared until written.
 func (p *levelPool) copyLevel(l *level) *level {
 	c := p.get(l.price)
 	chunks := append(c.chunks[:0], l.chunks...)
 	*c = *l
 	c.chunks, c.epoch = chunks, p.epoch
+	if l.long != nil {
+		c.long = &segList{segs: append(make([]*chunkSeg, 0, len(l.long.segs)+1), l.long.segs...), base: l.long.base, n: l.long.n}
+	}
 	return c
 }
 
-// wchunk returns chunk number k of l for writing, copying it first if a
-// frozen view may see it. l must be the writer's.
+// wseg returns segment j of l, the writer's, for writing, copying it first
+// if a frozen view may see it.
+func (p *levelPool) wseg(l *level, j uint64) *chunkSeg {
+	g := l.long.segs[j]
+	if g.epoch != p.epoch {
+		ng := new(chunkSeg)
+		*ng = *g
+		ng.epoch = p.epoch
+		l.long.segs[j] = ng
+		g = ng
+	}
+	return g
+}
+
+// wchunk returns chunk number k of l for writing, copying its segment (in
+// the long form) and then the chunk first if a frozen view may see them. l
+// must be the writer's.
 func (p *levelPool) wchunk(l *level, k uint64) *chunk {
-	c := &l.chunks[k-l.first]
+	var c *chunk
+	if l.long == nil {
+		c = &l.chunks[k-l.first]
+	} else {
+		i := k - l.long.base
+		c = &p.wseg(l, i/segChunks).c[i%segChunks]
+	}
 	if c.epoch != p.epoch {
 		b := p.buf(l.shift)
 		copy(b, c.s)
@@ -336,16 +429,39 @@ func (p *levelPool) wslot(l *level, s uint64) *order {
 	return &p.wchunk(l, s>>l.shift).s[s&(1<<l.shift-1)]
 }
 
+// addChunk appends an empty chunk to l, the writer's, moving it to the
+// long form when its short list is full.
+func (p *levelPool) addChunk(l *level) {
+	nc := chunk{s: p.buf(l.shift), epoch: p.epoch}
+	if l.long == nil {
+		if len(l.chunks) < segChunks {
+			if len(l.chunks) == cap(l.chunks) {
+				p.grow(l)
+			}
+			l.chunks = append(l.chunks, nc)
+			return
+		}
+		g := &chunkSeg{epoch: p.epoch}
+		copy(g.c[:], l.chunks)
+		clear(l.chunks)
+		l.long = &segList{segs: []*chunkSeg{g}, base: l.first, n: len(l.chunks)}
+		l.chunks = l.chunks[:0]
+	}
+	i := l.first + uint64(l.long.n) - l.long.base
+	if i/segChunks == uint64(len(l.long.segs)) {
+		l.long.segs = append(l.long.segs, &chunkSeg{epoch: p.epoch})
+	}
+	p.wseg(l, i/segChunks).c[i%segChunks] = nc
+	l.long.n++
+}
+
 // push appends o at l's tail, adding it to the totals, and returns its
 // slot. l must be the writer's.
 func (p *levelPool) push(l *level, o order) uint64 {
 	s := l.next
 	k := s >> l.shift
-	if k-l.first == uint64(len(l.chunks)) {
-		if len(l.chunks) == cap(l.chunks) {
-			p.grow(l)
-		}
-		l.chunks = append(l.chunks, chunk{s: p.buf(l.shift), epoch: p.epoch})
+	if k-l.first == uint64(l.nchunks()) {
+		p.addChunk(l)
 	}
 	c := p.wchunk(l, k)
 	c.s[s&(1<<l.shift-1)] = o
@@ -372,7 +488,7 @@ func (p *levelPool) pop(l *level, s uint64) order {
 	// Advance head past the tombstones, dropping dead chunks at the front.
 	mask := uint64(1)<<l.shift - 1
 	for l.head < l.next {
-		c := &l.chunks[l.head>>l.shift-l.first]
+		c := l.chunkAt(l.head >> l.shift)
 		if c.live == 0 {
 			l.head = (l.head | mask) + 1
 		} else if l.at(l.head).id == 0 {
@@ -384,6 +500,10 @@ func (p *levelPool) pop(l *level, s uint64) order {
 	}
 	if l.head >= l.next {
 		l.head = l.next
+	}
+	if l.long != nil {
+		p.dropSegs(l)
+		return o
 	}
 	drop := 0
 	for drop < len(l.chunks)-1 && (l.first+uint64(drop)+1)<<l.shift <= l.head {
@@ -399,24 +519,58 @@ func (p *levelPool) pop(l *level, s uint64) order {
 	return o
 }
 
+// dropSegs drops the chunks of l, a writable level in the long form, that
+// lie wholly below head (keeping at least one), and the segments left
+// with no chunk. A dropped chunk's entry is cleared only in a segment the
+// writer owns: one a frozen view may see holds no chunk the writer owns.
+func (p *levelPool) dropSegs(l *level) {
+	for l.long.n > 1 && (l.first+1)<<l.shift <= l.head {
+		i := l.first - l.long.base
+		if g := l.long.segs[i/segChunks]; g.epoch == p.epoch {
+			p.release(&g.c[i%segChunks], l.shift)
+		}
+		l.first++
+		l.long.n--
+		if l.first-l.long.base == segChunks {
+			n := copy(l.long.segs, l.long.segs[1:])
+			l.long.segs[n] = nil
+			l.long.segs = l.long.segs[:n]
+			l.long.base += segChunks
+		}
+	}
+}
+
 // fill lays the orders out in l, which must be the writer's and hold no
-// chunks, from slot 0 in chunks of 1<<shift slots, adding them to the
-// totals. New buffers come in slabs of slab bytes (slabBytes, or
-// restoreSlabBytes for a restore).
+// chunks (in the short form), from slot 0 in chunks of 1<<shift slots,
+// adding them to the totals. New buffers come in slabs of slab bytes
+// (slabBytes, or restoreSlabBytes for a restore).
 //
-// l's chunk list is first fitted to the chunks the orders need (see
-// listCap), so a level that grew a long list at a smaller chunk size does
-// not keep it: a list entry is 40 bytes a chunk.
+// A level of at most segChunks chunks gets a chunk list fitted to them
+// (see listCap), so a level that grew a long list at a smaller chunk size
+// does not keep it: a list entry is 40 bytes a chunk. A longer one is laid
+// out in the long form.
 func (p *levelPool) fill(l *level, orders []order, shift uint8, slab int) {
 	l.shift, l.first, l.head, l.next = shift, 0, 0, 0
-	if c := listCap((len(orders) + 1<<shift - 1) >> shift); cap(l.chunks) != c {
+	n := (len(orders) + 1<<shift - 1) >> shift
+	if n > segChunks {
+		l.long = &segList{segs: make([]*chunkSeg, (n+segChunks-1)/segChunks)}
+		for j := range l.long.segs {
+			l.long.segs[j] = &chunkSeg{epoch: p.epoch}
+		}
+	} else if c := listCap(n); cap(l.chunks) != c {
 		p.relist(l, c)
 	}
 	for len(orders) > 0 {
 		b := p.bufFrom(shift, slab)
 		n := copy(b, orders)
 		clear(b[n:])
-		l.chunks = append(l.chunks, chunk{s: b, epoch: p.epoch, live: int32(n)})
+		c := chunk{s: b, epoch: p.epoch, live: int32(n)}
+		if l.long == nil {
+			l.chunks = append(l.chunks, c)
+		} else {
+			l.long.segs[l.long.n/segChunks].c[l.long.n%segChunks] = c
+			l.long.n++
+		}
 		for _, o := range orders[:n] {
 			l.qty += o.qty
 		}
@@ -429,7 +583,7 @@ func (p *levelPool) fill(l *level, orders []order, shift uint8, slab int) {
 // needsRebuild reports whether l should be rebuilt after a change: too
 // many chunks for its chunk size, or too few live slots.
 func (l *level) needsRebuild() bool {
-	if len(l.chunks) > maxChunks && l.shift < maxShift {
+	if l.nchunks() > maxChunks && l.shift < maxShift {
 		return true
 	}
 	sl := l.slots()

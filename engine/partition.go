@@ -156,17 +156,24 @@ func (w *orderWalk) visit(it lvl) bool {
 	}
 	prefetchLevel(it.l, 2*64)
 	const mask = uint(len(w.q) - 1)
-	if l := w.q[(w.k-1)&mask]; l != nil && len(l.chunks) > 0 {
-		prefetchChunks(&l.chunks[0], len(l.chunks)*40)
+	if l := w.q[(w.k-1)&mask]; l != nil {
+		if l.long == nil {
+			if len(l.chunks) > 0 {
+				prefetchChunks(&l.chunks[0], len(l.chunks)*40)
+			}
+		} else {
+			prefetchChunks(l.chunkAt(l.first), int(segChunks-(l.first-l.long.base))*40)
+		}
 	}
 	if l := w.q[(w.k-2)&mask]; l != nil {
 		budget := prefetchChunkBytes
-		for i := range l.chunks {
-			n := min(budget, len(l.chunks[i].s)*32)
+		for k, end := l.first, l.first+uint64(l.nchunks()); k < end; k++ {
+			c := l.chunkAt(k)
+			n := min(budget, len(c.s)*32)
 			if n == 0 {
 				break
 			}
-			prefetchOrders(&l.chunks[i].s[0], n)
+			prefetchOrders(&c.s[0], n)
 			budget -= n
 		}
 	}
