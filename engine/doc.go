@@ -32,7 +32,10 @@
 // latest clone is never written again; the writer copies it first (a
 // level's chunk list, then the one chunk it writes), so [Engine.Clone]
 // costs O(instruments) and the first write to a level after a clone a
-// bounded copy. A walk (snapshot, state hash, partition) reads the levels'
+// bounded copy. A level of more than 32 chunks (8,192 orders and more)
+// keeps its chunk list in copy-on-write segments of 32 entries, so that
+// copy is a list of segment pointers and one segment, not a list as long
+// as the level. A walk (snapshot, state hash, partition) reads the levels'
 // chunks in order, prefetching each level's header, chunk list and chunks
 // a few levels ahead (on amd64; a level's memory is three dependent cache
 // misses away from its tree item in a book grown in random order); a restore of the sorted stream lays each level's orders
