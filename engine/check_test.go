@@ -113,10 +113,10 @@ func TestCheckCatches(t *testing.T) {
 }
 
 // TestCheckCatchesLongForm corrupts the segments of a long level (41
-// chunks of 256 slots, the first dropped, the level copied after a clone
-// so that one segment is shared) one way at a time.
+// chunks of the largest size, the first dropped, the level copied after a
+// clone so that one segment is shared) one way at a time.
 func TestCheckCatchesLongForm(t *testing.T) {
-	const n = 40*256 + 10
+	const n, front = 40<<maxShift + 10, 1<<maxShift + 44
 	build := func(t *testing.T) (*Engine, *level) {
 		s := newScript(t)
 		apply := func(c Command) {
@@ -129,7 +129,7 @@ func TestCheckCatchesLongForm(t *testing.T) {
 		for id := uint64(1); id <= n; id++ {
 			apply(Command{Kind: CmdNewOrder, OrderID: id, Account: 1, Side: Buy, Type: Limit, TIF: GTC, Price: 100, Qty: 1})
 		}
-		for id := uint64(1); id <= 300; id++ {
+		for id := uint64(1); id <= front; id++ {
 			apply(Command{Kind: CmdCancel, OrderID: id})
 		}
 		s.e.Clone()

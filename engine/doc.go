@@ -32,7 +32,7 @@
 // latest clone is never written again; the writer copies it first (a
 // level's chunk list, then the one chunk it writes), so [Engine.Clone]
 // costs O(instruments) and the first write to a level after a clone a
-// bounded copy. A level of more than 32 chunks (8,192 orders and more)
+// bounded copy. A level of more than 32 chunks (2,048 orders and more)
 // keeps its chunk list in copy-on-write segments of 32 entries, so that
 // copy is a list of segment pointers and one segment, not a list as long
 // as the level. A walk (snapshot, state hash, partition) reads the levels'
