@@ -1,23 +1,25 @@
 package enginetest
 
 import (
+	"fmt"
 	"math/rand"
 	"testing"
 
 	"github.com/matchlog/matchlog/engine"
 )
 
-// TestHugeLevelsAgainstModel drives four price levels of thousands to tens
-// of thousands of orders each (a level of the largest chunk size keeps its
-// chunk entries in copy-on-write segments past 32 chunks, 8,192 orders)
+// TestHugeLevelsAgainstModel drives four price levels of thousands of
+// orders each (a level of the largest chunk size keeps its chunk entries
+// in copy-on-write segments past 32 chunks, 2,048 orders)
 // through cancels anywhere in them, fills at their front, quantity cuts in
 // place, moves and appends, against the model: every command's events, the
 // engine's structure check, the state hash of each clone against the
-// model's, and each clone unchanged when the next is taken. The generated
+// model's, each clone unchanged when the next is taken, and now and then
+// the clone's partitions against its record stream. The generated
 // streams of TestDifferential never crowd a level this much.
 func TestHugeLevelsAgainstModel(t *testing.T) {
-	perLevel := 9_000 + scaled(4_000)
-	ops := scaled(30_000)
+	perLevel := 3_000 + scaled(3_000)
+	ops := scaled(12_000)
 	rng := rand.New(rand.NewSource(7))
 	e, m := engine.New(), NewModel()
 	var seq uint64
@@ -95,20 +97,31 @@ func TestHugeLevelsAgainstModel(t *testing.T) {
 	var frozen *engine.Frozen
 	var frozenHash uint64
 	for op := range ops {
+		if rng.Intn(300) == 0 {
+			// A sweep: hundreds of orders off the front of the best
+			// level, so that whole segments empty and are dropped.
+			side, price := engine.Buy, int64(502)
+			if rng.Intn(2) == 0 {
+				side, price = engine.Sell, 499
+			}
+			apply(engine.Command{Kind: engine.CmdNewOrder, OrderID: nextID, Account: 1 + uint64(rng.Intn(3)),
+				Side: side, Type: engine.Limit, TIF: engine.IOC, Price: price, Qty: 1500 + rng.Int63n(1500)})
+			nextID++
+		}
 		switch r := rng.Intn(100); {
-		case r < 35:
+		case r < 25:
 			if id, _ := pick(); id != 0 {
 				apply(engine.Command{Kind: engine.CmdCancel, OrderID: id})
 			}
 		case r < 55:
 			add()
-		case r < 68:
+		case r < 65:
 			side, price := engine.Buy, int64(501+rng.Intn(2))
 			if rng.Intn(2) == 0 {
 				side, price = engine.Sell, int64(499+rng.Intn(2))
 			}
 			apply(engine.Command{Kind: engine.CmdNewOrder, OrderID: nextID, Account: 1 + uint64(rng.Intn(3)),
-				Side: side, Type: engine.Limit, TIF: engine.IOC, Price: price, Qty: 1 + rng.Int63n(40)})
+				Side: side, Type: engine.Limit, TIF: engine.IOC, Price: price, Qty: 1 + rng.Int63n(20)})
 			nextID++
 		case r < 85:
 			if id, o := pick(); id != 0 && o.qty > 1 {
@@ -134,6 +147,9 @@ func TestHugeLevelsAgainstModel(t *testing.T) {
 			}
 			frozen = e.Clone()
 			frozenHash = frozen.StateHash()
+			if op%(5*997) == 0 {
+				checkPartitions(t, fmt.Sprintf("after %d operations", op), frozen, 1, 2, 3, 7)
+			}
 			if mh := m.StateHash(); frozenHash != mh {
 				t.Fatalf("after %d operations: clone's state hash %016x, model's %016x", op, frozenHash, mh)
 			}
