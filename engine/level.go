@@ -212,9 +212,9 @@ type levelPool struct {
 	empties int
 }
 
-// listClasses is the number of pooled chunk-list capacities (4 to 32,768
-// chunks); longer lists are left to the garbage collector.
-const listClasses = 14
+// listClasses is the number of pooled chunk-list capacities: 4 to
+// segChunks chunks, all a short list can hold.
+const listClasses = 4
 
 // grow gives l, the writer's, a chunk list with room for one more chunk,
 // from the pool when it can, and pools the old one: the writer's level
