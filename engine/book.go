@@ -161,6 +161,11 @@ type book struct {
 	// empty counts the empty levels each side keeps in its tree and map
 	// (see keepEmpty).
 	empty [2]int
+	// bestL caches each side's best non-empty level for the writer (see
+	// top), or is nil when it must be looked up again. It is kept by
+	// restOrder (an order resting at a better price), lift (the best level
+	// emptied) and cow (the best level copied). Empty in frozen views.
+	bestL [2]*level
 }
 
 func newBook(id uint32, tick, lot, minPrice, maxPrice int64, fl *freeLists) *book {
@@ -181,6 +186,7 @@ func newBook(id uint32, tick, lot, minPrice, maxPrice int64, fl *freeLists) *boo
 func (b *book) clone() *book {
 	c := *b
 	c.lmap = [2]levelMap{}
+	c.bestL = [2]*level{}
 	for i := range 2 {
 		c.levels[i] = b.levels[i].Clone()
 		c.triggers[i] = b.triggers[i].Clone()
@@ -221,20 +227,53 @@ func (b *book) best(si int) *level {
 	return best
 }
 
-// top returns the best non-empty level of side si, or nil, first dropping
-// the empty levels in front of it: the writer's best, for matching.
+// keepFront is the most empty levels a side keeps in front of its best
+// level; see top.
+const keepFront = 16
+
+// top returns the best non-empty level of side si, or nil: the writer's
+// best, for matching. It is cached (bestL) until the best level empties,
+// so a taker finds it in O(1). Looking it up again walks the empty levels
+// in front of it; those beyond the keepFront nearest the best are
+// dropped, so a reader's walk to the best level (best, Depth) passes at
+// most keepFront empty levels, and each dropped level was walked past
+// once. The empty levels kept in front are the prices the next orders near
+// the spread are likeliest to take, and an order resting at a kept empty
+// level reuses it, where a dropped one is entered again in the tree and
+// the map: a deletion and an insertion in the tree that a command near
+// the spread would otherwise pay on its own.
 func (b *book) top(p *levelPool, si int) *level {
-	for {
-		it, ok := b.levels[si].Min()
-		if !ok || it.l.count > 0 {
-			return it.l
+	if l := b.bestL[si]; l != nil {
+		return l
+	}
+	var best *level
+	front := 0
+	b.levels[si].Ascend(func(it lvl) bool {
+		if it.l.count > 0 {
+			best = it.l
+			return false
 		}
-		b.levels[si].DeleteMin()
+		front++
+		return true
+	})
+	for ; front > keepFront; front-- {
+		it, _ := b.levels[si].DeleteMin()
 		b.lmap[si].del(it.price)
 		b.empty[si]--
 		p.empties--
 		p.put(it.l)
 	}
+	b.bestL[si] = best
+	return best
+}
+
+// better reports whether price is better than the price of l, a level of
+// side si.
+func better(si int, price int64, l *level) bool {
+	if si == 0 {
+		return price > l.price
+	}
+	return price < l.price
 }
 
 // wlevel returns the level at price on side si for writing (a copy if a
@@ -257,6 +296,9 @@ func (b *book) writable(p *levelPool, si int, l *level) *level {
 
 func (b *book) cow(p *levelPool, si int, l *level) *level {
 	c := p.copyLevel(l)
+	if b.bestL[si] == l {
+		b.bestL[si] = c
+	}
 	b.lmap[si].put(c.price, c)
 	b.levels[si].ReplaceOrInsert(lvl{price: c.price, l: c})
 	return c

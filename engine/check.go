@@ -11,7 +11,8 @@ import (
 // than the writer's), every order of a level at the level's price and in
 // strictly ascending arrival order (tombstones included), level totals
 // equal to the sum of their orders, empty levels kept without chunks and
-// counted (see book.emptied), the level map equal to
+// counted (see book.emptied), each side's cached best level (if any) its
+// best level, the level map equal to
 // the level tree, each side's order count equal to its orders, no crossed
 // book, every order and trigger valid for its instrument and indexed
 // exactly where it sits (so with the count check, index and slots match
@@ -42,6 +43,11 @@ func (e *Engine) Check() error {
 		bid, ask := b.best(0), b.best(1)
 		if bid != nil && ask != nil && bid.price >= ask.price {
 			return fmt.Errorf("engine: instrument %d: crossed book: bid %d, ask %d", b.id, bid.price, ask.price)
+		}
+		for si, best := range [2]*level{bid, ask} {
+			if c := b.bestL[si]; c != nil && c != best {
+				return fmt.Errorf("engine: instrument %d %s: cached best level at %d is not the best level", b.id, Side(si+1), c.price)
+			}
 		}
 	}
 	empties := 0

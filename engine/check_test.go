@@ -99,6 +99,8 @@ func TestCheckCatches(t *testing.T) {
 		{"chunk epoch", "epoch", func(e *Engine, b *book) { b.lmap[0].get(100).chunks[0].epoch++ }},
 		{"chunk shift", "bad chunk shift", func(e *Engine, b *book) { b.lmap[0].get(100).shift = 3 }},
 		{"level epoch", "bad chunk shift", func(e *Engine, b *book) { b.lmap[0].get(100).epoch = e.lp.epoch + 1 }},
+		{"cached best bid", "cached best level", func(e *Engine, b *book) { b.bestL[0] = b.lmap[1].get(105) }},
+		{"cached best ask", "cached best level", func(e *Engine, b *book) { b.bestL[1] = b.lmap[0].get(100) }},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -250,6 +250,9 @@ func (e *Engine) restOrder(b *book, side Side, price int64, o order) {
 		e.lp.empties--
 	}
 	s := e.lp.push(l, o)
+	if bl := b.bestL[si]; bl != nil && better(si, price, bl) {
+		b.bestL[si] = l
+	}
 	b.n[si]++
 	e.index.put(o.id, restLoc(s, o.sk, o.px(), b.id))
 	e.touch(b, side, price, l.qty, l.count)
@@ -277,6 +280,9 @@ func (e *Engine) lift(b *book, side Side, l *level, s uint64) order {
 	e.touch(b, side, l.price, l.qty, l.count)
 	switch {
 	case l.count == 0:
+		if b.bestL[si] == l {
+			b.bestL[si] = nil
+		}
 		b.emptied(&e.lp, si, l)
 	case l.needsRebuild():
 		e.rebuild(b, l)
