@@ -162,10 +162,15 @@ type book struct {
 	// (see keepEmpty).
 	empty [2]int
 	// bestL caches each side's best non-empty level for the writer (see
-	// top), or is nil when it must be looked up again. It is kept by
-	// restOrder (an order resting at a better price), lift (the best level
-	// emptied) and cow (the best level copied). Empty in frozen views.
-	bestL [2]*level
+	// top), or is nil when it must be looked up again; then, if hinted,
+	// every level better than the tick count hint is empty. occ holds the
+	// tick counts of each side's non-empty levels. They are kept by
+	// restOrder (filled), lift (drained), cow (the best level copied) and
+	// the restore (occ). Empty in frozen views.
+	bestL  [2]*level
+	hint   [2]int64
+	hinted [2]bool
+	occ    [2]occMap
 }
 
 func newBook(id uint32, tick, lot, minPrice, maxPrice int64, fl *freeLists) *book {
@@ -186,7 +191,7 @@ func newBook(id uint32, tick, lot, minPrice, maxPrice int64, fl *freeLists) *boo
 func (b *book) clone() *book {
 	c := *b
 	c.lmap = [2]levelMap{}
-	c.bestL = [2]*level{}
+	c.bestL, c.hinted, c.occ = [2]*level{}, [2]bool{}, [2]occMap{}
 	for i := range 2 {
 		c.levels[i] = b.levels[i].Clone()
 		c.triggers[i] = b.triggers[i].Clone()
@@ -215,7 +220,11 @@ func (b *book) wouldCross(s Side, price int64) bool {
 }
 
 // best returns the best non-empty level of side si, or nil.
-func (b *book) best(si int) *level {
+func (b *book) best(si int) *level { return b.top(si) }
+
+// scanBest is best without the cache: the first non-empty level of the
+// tree.
+func (b *book) scanBest(si int) *level {
 	var best *level
 	b.levels[si].Ascend(func(it lvl) bool {
 		if it.l.count > 0 {
@@ -227,53 +236,77 @@ func (b *book) best(si int) *level {
 	return best
 }
 
-// keepFront is the most empty levels a side keeps in front of its best
-// level; see top.
-const keepFront = 16
-
 // top returns the best non-empty level of side si, or nil: the writer's
-// best, for matching. It is cached (bestL) until the best level empties,
-// so a taker finds it in O(1). Looking it up again walks the empty levels
-// in front of it; those beyond the keepFront nearest the best are
-// dropped, so a reader's walk to the best level (best, Depth) passes at
-// most keepFront empty levels, and each dropped level was walked past
-// once. The empty levels kept in front are the prices the next orders near
-// the spread are likeliest to take, and an order resting at a kept empty
-// level reuses it, where a dropped one is entered again in the tree and
-// the map: a deletion and an insertion in the tree that a command near
-// the spread would otherwise pay on its own.
-func (b *book) top(p *levelPool, si int) *level {
+// best, for matching and depth. It is cached (bestL) until the best level
+// empties, then looked up again from the tick count of the best level that
+// emptied (hint: every level better than it is empty) in the side's
+// occupancy map, which skips the empty levels in between a word of 64
+// ticks at a time. The empty levels in front of the best stay in the tree
+// and the level table (within the budget of emptied), where an order
+// resting at one of those prices, the likeliest for orders near the
+// spread, reuses its level instead of paying an insertion in the tree;
+// and the cache and the map spare the writer a walk over them.
+func (b *book) top(si int) *level {
 	if l := b.bestL[si]; l != nil {
 		return l
 	}
 	var best *level
-	front := 0
-	b.levels[si].Ascend(func(it lvl) bool {
+	find := func(it lvl) bool {
 		if it.l.count > 0 {
 			best = it.l
 			return false
 		}
-		front++
 		return true
-	})
-	for ; front > keepFront; front-- {
-		it, _ := b.levels[si].DeleteMin()
-		b.lmap[si].del(it.price)
-		b.empty[si]--
-		p.empties--
-		p.put(it.l)
+	}
+	if b.hinted[si] {
+		t, found := b.occ[si].next(b.hint[si], si == 1)
+		switch {
+		case found:
+			best = b.lmap[si].get(b.minPrice + t*b.tick)
+		case t >= 0:
+			// No level within the words the map read: walk the tree
+			// from the first price past them.
+			b.levels[si].AscendGreaterOrEqual(lvl{price: b.minPrice + t*b.tick}, find)
+		}
+	} else {
+		b.levels[si].Ascend(find)
 	}
 	b.bestL[si] = best
 	return best
 }
 
-// better reports whether price is better than the price of l, a level of
-// side si.
-func better(si int, price int64, l *level) bool {
-	if si == 0 {
-		return price > l.price
+// filled notes that l, a level of side si at tick count px, has gained its
+// first order.
+func (b *book) filled(si int, px uint32, l *level) {
+	b.occ[si].set(int64(px))
+	switch bl := b.bestL[si]; {
+	case bl != nil:
+		if better(si, l.price, bl.price) {
+			b.bestL[si] = l
+		}
+	case b.hinted[si] && better(si, int64(px), b.hint[si]):
+		// Every level better than the hint is empty, so l is the best.
+		b.bestL[si] = l
 	}
-	return price < l.price
+}
+
+// drained notes that l, a level of side si at tick count px, has lost its
+// last order.
+func (b *book) drained(si int, px uint32, l *level) {
+	b.occ[si].clear(int64(px))
+	if b.bestL[si] == l {
+		b.bestL[si] = nil
+		b.hint[si], b.hinted[si] = int64(px), true
+	}
+}
+
+// better reports whether price is better than price q on side si (or a
+// tick count than another).
+func better(si int, price, q int64) bool {
+	if si == 0 {
+		return price > q
+	}
+	return price < q
 }
 
 // wlevel returns the level at price on side si for writing (a copy if a
@@ -323,16 +356,26 @@ const keepEmpty = 2048
 // every move; so while the engine keeps fewer than keepEmpty empty levels,
 // an emptied level stays, without chunks, in its side's tree and map, and
 // an order arriving at that price reuses it. Every reader skips empty
-// levels; the writer drops those in front of its best level as it matches
-// (see top), so finding the best level stays O(1) amortized. A fixed
-// budget, rather than one that follows the book's size, lets the tree and
-// the map reach their largest size once, so a steady state allocates
-// nothing.
+// levels; the writer finds its best level through a cache (see top), so
+// the empty levels in front of the best cost it nothing. Once the budget
+// is spent, an emptied level takes the place of the empty level farthest
+// in front of its side's best, if there is one (the tree's first item,
+// empty), so a trending book's budget follows its prices; otherwise it
+// leaves the tree and the map. A fixed budget, rather than one that
+// follows the book's size, lets the tree and the map reach their largest
+// size once, so a steady state allocates nothing.
 func (b *book) emptied(p *levelPool, si int, l *level) {
 	if p.empties < keepEmpty {
 		p.clear(l)
 		b.empty[si]++
 		p.empties++
+		return
+	}
+	if it, ok := b.levels[si].Min(); ok && it.l.count == 0 && it.l != l {
+		b.levels[si].DeleteMin()
+		b.lmap[si].del(it.price)
+		p.put(it.l)
+		p.clear(l)
 		return
 	}
 	b.lmap[si].del(l.price)

@@ -12,7 +12,8 @@ import (
 // strictly ascending arrival order (tombstones included), level totals
 // equal to the sum of their orders, empty levels kept without chunks and
 // counted (see book.emptied), each side's cached best level (if any) its
-// best level, the level map equal to
+// best level, its occupancy map holding exactly its non-empty levels, the
+// level map equal to
 // the level tree, each side's order count equal to its orders, no crossed
 // book, every order and trigger valid for its instrument and indexed
 // exactly where it sits (so with the count check, index and slots match
@@ -40,7 +41,7 @@ func (e *Engine) Check() error {
 			}
 			n += c
 		}
-		bid, ask := b.best(0), b.best(1)
+		bid, ask := b.scanBest(0), b.scanBest(1)
 		if bid != nil && ask != nil && bid.price >= ask.price {
 			return fmt.Errorf("engine: instrument %d: crossed book: bid %d, ask %d", b.id, bid.price, ask.price)
 		}
@@ -74,6 +75,9 @@ func (e *Engine) checkSide(b *book, si int) (int, error) {
 	if err := b.lmap[si].check(); err != nil {
 		return 0, fmt.Errorf("engine: instrument %d %s: %w", b.id, side, err)
 	}
+	if err := b.occ[si].check(); err != nil {
+		return 0, fmt.Errorf("engine: instrument %d %s: %w", b.id, side, err)
+	}
 	b.levels[si].Ascend(func(it lvl) bool {
 		l := it.l
 		if it.price != l.price || b.lmap[si].get(l.price) != l {
@@ -95,6 +99,10 @@ func (e *Engine) checkSide(b *book, si int) (int, error) {
 			}
 			return err == nil
 		}
+		if !b.occ[si].has(int64(px)) {
+			err = fmt.Errorf("engine: instrument %d %s level %d: not in the occupancy map", b.id, side, l.price)
+			return false
+		}
 		c, lerr := e.checkLevel(b, si, l)
 		n += c
 		err = lerr
@@ -105,6 +113,9 @@ func (e *Engine) checkSide(b *book, si int) (int, error) {
 	}
 	if b.levels[si].Len() != b.lmap[si].len() {
 		return 0, fmt.Errorf("engine: instrument %d %s: %d levels in the tree, %d in the map", b.id, side, b.levels[si].Len(), b.lmap[si].len())
+	}
+	if c := b.occ[si].count(); c != nl-empty {
+		return 0, fmt.Errorf("engine: instrument %d %s: occupancy map holds %d levels, %d are not empty", b.id, side, c, nl-empty)
 	}
 	if empty != b.empty[si] {
 		return 0, fmt.Errorf("engine: instrument %d %s: %d empty levels kept, %d counted", b.id, side, empty, b.empty[si])

@@ -51,9 +51,11 @@ func TestCheckCatches(t *testing.T) {
 			lv := b.lmap[1].get(105)
 			o := e.lp.pop(lv, lv.head)
 			b.emptied(&e.lp, 1, lv)
+			b.occ[1].clear(int64(b.ticks(105)))
 			o.setPx(b.ticks(99))
 			nl := b.addLevel(&e.lp, 1, 99)
 			s := e.lp.push(nl, o)
+			b.occ[1].set(int64(b.ticks(99)))
 			e.index.put(o.id, restLoc(s, o.sk, o.px(), b.id))
 		}},
 		{"trigger should have fired", "should have fired", func(e *Engine, b *book) { b.mark = 300 }},
@@ -101,6 +103,9 @@ func TestCheckCatches(t *testing.T) {
 		{"level epoch", "bad chunk shift", func(e *Engine, b *book) { b.lmap[0].get(100).epoch = e.lp.epoch + 1 }},
 		{"cached best bid", "cached best level", func(e *Engine, b *book) { b.bestL[0] = b.lmap[1].get(105) }},
 		{"cached best ask", "cached best level", func(e *Engine, b *book) { b.bestL[1] = b.lmap[0].get(100) }},
+		{"occupancy bit missing", "not in the occupancy map", func(e *Engine, b *book) { b.occ[0].clear(int64(b.ticks(100))) }},
+		{"occupancy bit extra", "occupancy map holds", func(e *Engine, b *book) { b.occ[1].set(int64(b.ticks(110))) }},
+		{"occupancy map count", "occupancy map holds", func(e *Engine, b *book) { b.occ[1].n++ }},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

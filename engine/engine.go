@@ -123,7 +123,7 @@ func (e *Engine) Depth(instrument uint32, side Side, n int, dst []Level) []Level
 	if b == nil || (side != Buy && side != Sell) || n <= 0 {
 		return dst
 	}
-	b.levels[sideIndex(side)].Ascend(func(it lvl) bool {
+	add := func(it lvl) bool {
 		l := it.l
 		if l.count == 0 {
 			return true
@@ -131,7 +131,13 @@ func (e *Engine) Depth(instrument uint32, side Side, n int, dst []Level) []Level
 		dst = append(dst, Level{Price: l.price, Qty: l.qty, Count: l.count})
 		n--
 		return n > 0
-	})
+	}
+	// From the best level: the empty levels in front of it (see book.top)
+	// need no walk.
+	si := sideIndex(side)
+	if bl := b.top(si); bl != nil {
+		b.levels[si].AscendGreaterOrEqual(lvl{price: bl.price}, add)
+	}
 	return dst
 }
 
@@ -250,8 +256,8 @@ func (e *Engine) restOrder(b *book, side Side, price int64, o order) {
 		e.lp.empties--
 	}
 	s := e.lp.push(l, o)
-	if bl := b.bestL[si]; bl != nil && better(si, price, bl) {
-		b.bestL[si] = l
+	if l.count == 1 {
+		b.filled(si, o.px(), l)
 	}
 	b.n[si]++
 	e.index.put(o.id, restLoc(s, o.sk, o.px(), b.id))
@@ -280,9 +286,7 @@ func (e *Engine) lift(b *book, side Side, l *level, s uint64) order {
 	e.touch(b, side, l.price, l.qty, l.count)
 	switch {
 	case l.count == 0:
-		if b.bestL[si] == l {
-			b.bestL[si] = nil
-		}
+		b.drained(si, o.px(), l)
 		b.emptied(&e.lp, si, l)
 	case l.needsRebuild():
 		e.rebuild(b, l)

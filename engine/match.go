@@ -73,7 +73,7 @@ func (e *Engine) match(b *book, t *taker) (stopped bool) {
 	msi := sideIndex(ms)
 	stp := t.o.stp()
 	for t.o.qty > 0 {
-		l := b.top(&e.lp, msi)
+		l := b.top(msi)
 		if l == nil {
 			return false
 		}

@@ -384,8 +384,10 @@ func (r *Restorer) flushSide() {
 	}
 	m := &r.sideBook.lmap[r.sideSide]
 	m.reserve(len(r.sideLv))
+	occ := &r.sideBook.occ[r.sideSide]
 	for _, l := range r.sideLv {
 		m.put(l.price, l)
+		occ.set(int64(r.sideBook.ticks(l.price)))
 	}
 	clear(r.sideLv)
 	r.sideLv, r.sideBook = r.sideLv[:0], nil
