@@ -241,13 +241,17 @@ func (b *book) scanBest(si int) *level {
 // empties, then looked up again from the tick count of the best level that
 // emptied (hint: every level better than it is empty) in the side's
 // occupancy map, which skips the empty levels in between a word of 64
-// ticks at a time. The empty levels in front of the best stay in the tree
-// and the level table (within the budget of emptied), where an order
-// resting at one of those prices, the likeliest for orders near the
-// spread, reuses its level instead of paying an insertion in the tree;
-// and the cache and the map spare the writer a walk over them.
+// ticks at a time; past a gap wider than the words the map reads
+// (occScanWords), the tree is walked from the end of the gap, over the
+// empty levels kept there (at most the budget of emptied). A side with no
+// order answers nil at once, and its first order's level becomes the
+// cached best. The empty levels in front of the best stay in the tree and
+// the level table (within the budget of emptied), where an order resting
+// at one of those prices, the likeliest for orders near the spread, reuses
+// its level instead of paying an insertion in the tree; and the cache and
+// the map spare the writer a walk over them.
 func (b *book) top(si int) *level {
-	if l := b.bestL[si]; l != nil {
+	if l := b.bestL[si]; l != nil || b.n[si] == 0 {
 		return l
 	}
 	var best *level
@@ -276,7 +280,7 @@ func (b *book) top(si int) *level {
 }
 
 // filled notes that l, a level of side si at tick count px, has gained its
-// first order.
+// first order (already counted in b.n).
 func (b *book) filled(si int, px uint32, l *level) {
 	b.occ[si].set(int64(px))
 	switch bl := b.bestL[si]; {
@@ -284,6 +288,9 @@ func (b *book) filled(si int, px uint32, l *level) {
 		if better(si, l.price, bl.price) {
 			b.bestL[si] = l
 		}
+	case b.n[si] == 1:
+		// The side's only order: l is the best.
+		b.bestL[si] = l
 	case b.hinted[si] && better(si, int64(px), b.hint[si]):
 		// Every level better than the hint is empty, so l is the best.
 		b.bestL[si] = l

@@ -256,10 +256,10 @@ func (e *Engine) restOrder(b *book, side Side, price int64, o order) {
 		e.lp.empties--
 	}
 	s := e.lp.push(l, o)
+	b.n[si]++
 	if l.count == 1 {
 		b.filled(si, o.px(), l)
 	}
-	b.n[si]++
 	e.index.put(o.id, restLoc(s, o.sk, o.px(), b.id))
 	e.touch(b, side, price, l.qty, l.count)
 	if l.needsRebuild() {
