@@ -27,6 +27,15 @@
 // Armed stop orders live in trigger trees per instrument and side, keyed by
 // reference, stop price and arrival.
 //
+// A level that empties stays in its tree and table for reuse, within a
+// budget of empty levels for the engine, so that orders moving between
+// nearby prices do not delete and insert levels on every move. The
+// writer caches each side's best non-empty level and keeps a sparse bitmap
+// of the tick counts of the non-empty ones (the occupancy map), so finding
+// the next best level when the best empties skips the empty levels kept
+// in front of it a 64-tick word at a time, and none of them is dropped to
+// keep that search short.
+//
 // A clone copies each book's trees lazily (google/btree's copy-on-write)
 // and shares the levels and chunks: a level or chunk created before the
 // latest clone is never written again; the writer copies it first (a
