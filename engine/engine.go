@@ -132,12 +132,19 @@ func (e *Engine) Depth(instrument uint32, side Side, n int, dst []Level) []Level
 		n--
 		return n > 0
 	}
-	// From the best level: the empty levels in front of it (see book.top)
-	// need no walk.
+	// With empty levels in front of the best (see book.top), from the best
+	// level, which the tree finds by a search; otherwise from the tree's
+	// first level, which needs none.
 	si := sideIndex(side)
-	if bl := b.top(si); bl != nil {
-		b.levels[si].AscendGreaterOrEqual(lvl{price: bl.price}, add)
+	if b.empty[si] > 0 {
+		if it, ok := b.levels[si].Min(); ok && it.l.count == 0 {
+			if bl := b.top(si); bl != nil {
+				b.levels[si].AscendGreaterOrEqual(lvl{price: bl.price}, add)
+			}
+			return dst
+		}
 	}
+	b.levels[si].Ascend(add)
 	return dst
 }
 

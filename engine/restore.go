@@ -368,6 +368,7 @@ func (r *Restorer) flushRun() {
 	b.levels[si].ReplaceOrInsert(lvl{price: l.price, l: l})
 	r.sideLv = append(r.sideLv, l)
 	r.e.lp.fill(l, r.runOrd, shiftFor(len(r.runOrd)), restoreSlabBytes)
+	b.occ[si].set(int64(r.runOrd[0].px()))
 	b.n[si] += len(r.runOrd)
 	for i, o := range r.runOrd {
 		r.ids.add(o.id, restLoc(uint64(i), o.sk, o.px(), b.id))
@@ -384,10 +385,8 @@ func (r *Restorer) flushSide() {
 	}
 	m := &r.sideBook.lmap[r.sideSide]
 	m.reserve(len(r.sideLv))
-	occ := &r.sideBook.occ[r.sideSide]
 	for _, l := range r.sideLv {
 		m.put(l.price, l)
-		occ.set(int64(r.sideBook.ticks(l.price)))
 	}
 	clear(r.sideLv)
 	r.sideLv, r.sideBook = r.sideLv[:0], nil
