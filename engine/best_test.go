@@ -32,6 +32,14 @@ func TestBestAcrossWideGaps(t *testing.T) {
 	s.do(at(limit(5, Buy, 300_000, 1)))
 	s.do(at(limit(6, Buy, 10_000, 1)))
 	s.do(at(limit(7, Buy, 5, 1)))
+	// Empty levels in front of the best bid (400,000) and between.
+	d := s.e.Depth(2, Buy, 5, nil)
+	if len(d) != 3 || d[0].Price != 300_000 || d[1].Price != 10_000 || d[2].Price != 5 {
+		t.Fatalf("bid depth: %v", d)
+	}
+	if d := s.e.Depth(2, Buy, 1, nil); len(d) != 1 || d[0].Price != 300_000 {
+		t.Fatalf("best bid: %v", d)
+	}
 	got = s.do(at(Command{OrderID: 8, Account: 8, Side: Sell, Type: Limit, TIF: IOC, Price: 5, Qty: 3}))
 	want = "accepted(8) trade(8<-5 1@300000) trade(8<-6 1@10000) trade(8<-7 1@5) " +
 		"depth(buy 300000=0/0) depth(buy 10000=0/0) depth(buy 5=0/0) release"
