@@ -137,3 +137,36 @@ func (h *Hasher) OnEnd(sources, instruments, orders, triggers uint64, stateHash 
 	h.EndHash = stateHash
 	return nil
 }
+
+// hashRestingRun returns the sum of the digests ([HashResting]) of the
+// resting-order records of orders, one price's run of one side of one
+// instrument, with their accounts by dense number in accts. The digests
+// come two at a time, interleaved: each is one chain of dependent
+// multiplies, and two chains side by side keep the multiplier busy where a
+// loop of one chain at a time leaves most of each chain waiting on the one
+// before (measured on its own: about 6.5 against 10 ns a record).
+func hashRestingRun(instrument uint32, side Side, price int64, orders []order, accts []uint64) uint64 {
+	h0 := mix(tagResting, uint64(instrument)<<8|uint64(side))
+	px := uint64(price)
+	// The last word of the digest, uint64(stp)<<1|b2u(post), is the low
+	// four bits of the sequence key.
+	const flags = skPost | 7<<skSTP
+	var s0, s1 uint64
+	for len(orders) >= 2 {
+		a, b := &orders[0], &orders[1]
+		ha, hb := mix(h0, a.id), mix(h0, b.id)
+		ha, hb = mix(ha, accts[a.acct()]), mix(hb, accts[b.acct()])
+		ha, hb = mix(ha, px), mix(hb, px)
+		ha, hb = mix(ha, uint64(a.qty)), mix(hb, uint64(b.qty))
+		ha, hb = mix(ha, skSeq(a.sk)), mix(hb, skSeq(b.sk))
+		ha, hb = mix(ha, a.sk&flags), mix(hb, b.sk&flags)
+		s0 += finish(ha)
+		s1 += finish(hb)
+		orders = orders[2:]
+	}
+	if len(orders) == 1 {
+		a := &orders[0]
+		s0 += HashResting(instrument, side, a.id, accts[a.acct()], price, a.qty, skSeq(a.sk), skSTPOf(a.sk), skPostOf(a.sk))
+	}
+	return s0 + s1
+}

@@ -353,13 +353,10 @@ func (r *Restorer) flushRun() {
 	b, si := r.runBook, r.runSide
 	// The records' digests, from the orders as the run holds them (every
 	// field of a resting-order record is there, the account by its dense
-	// number): one short loop of independent multiply chains, which the
-	// processor overlaps, rather than one long chain inside each record's
-	// callback.
-	side, price, accts := Side(si+1), r.runPrice, r.st.accts
-	for _, o := range r.runOrd {
-		r.sum += HashResting(b.id, side, o.id, accts[o.acct()], price, o.qty, skSeq(o.sk), skSTPOf(o.sk), skPostOf(o.sk))
-	}
+	// number): one short loop of independent multiply chains, two at a
+	// time, which the processor overlaps, rather than one long chain
+	// inside each record's callback.
+	r.sum += hashRestingRun(b.id, Side(si+1), r.runPrice, r.runOrd, r.st.accts)
 	if r.sideBook != b || r.sideSide != si {
 		r.flushSide()
 		r.sideBook, r.sideSide = b, si
