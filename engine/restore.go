@@ -293,7 +293,28 @@ func (r *Restorer) OnResting(instrument uint32, side Side, orderID, account uint
 		return r.fail("more than the header's %d resting orders", r.hd.Orders)
 	}
 	if rb := r.runBook; rb != nil && rb.id == instrument && r.runSide == int(side)-1 && r.runPrice == price {
-		return r.nextInRun(rb, side, orderID, account, price, qty, seq, stp, post)
+		// An order that continues the run: the instrument, the side and
+		// the price passed every check that depends on them at the run's
+		// first order, which also gave the run its price in ticks. What
+		// remains is checked here, in line (the path of nearly every
+		// order; a call for it cost measurably); runError reports a
+		// failure, the first in checkOrder's order.
+		sk := packSK(seq, stp, post, side)
+		if orderID == 0 || rb.checkQty(qty) != ReasonNone || seq == 0 || seq >= r.hd.NextSeq || seq > maxSeq ||
+			stp > STPDecrement || r.prevOrder.sk >= sk {
+			return r.runError(rb, orderID, qty, seq, stp)
+		}
+		var an uint32
+		if c := &r.acache[(account*0x9E3779B97F4A7C15)>>r.ashift]; c.no != 0 && c.account == account {
+			an = uint32(c.no - 1)
+		} else {
+			an = r.acct(account)
+		}
+		o := order{pa: r.prevOrder.pa&^(1<<32-1) | uint64(an), sk: sk, id: orderID, qty: qty}
+		r.prevOrder = o
+		r.n[2]++
+		r.runOrd = append(r.runOrd, o)
+		return nil
 	}
 	b, err := r.checkOrder("resting order", instrument, side, orderID, price, qty, seq, stp)
 	if err != nil {
@@ -317,12 +338,11 @@ func (r *Restorer) OnResting(instrument uint32, side Side, orderID, account uint
 	return nil
 }
 
-// nextInRun is OnResting for an order of the current run: the same
-// instrument, side and price as the order before it, which passed every
-// check that depends on them (the instrument, the side, the price's tick
-// and band) and gave the run its price in ticks. It makes the checks that
-// remain, in checkOrder's order, and holds the run to arrival order.
-func (r *Restorer) nextInRun(b *book, side Side, orderID, account uint64, price, qty int64, seq uint64, stp STP, post bool) error {
+// runError returns the error of an order that continues the current run
+// (the same instrument, side and price as the order before it) and fails
+// one of the checks OnResting makes of it: the first in checkOrder's
+// order, then the run's arrival order.
+func (r *Restorer) runError(b *book, orderID uint64, qty int64, seq uint64, stp STP) error {
 	switch {
 	case orderID == 0:
 		return r.fail("resting order: order id 0")
@@ -333,14 +353,7 @@ func (r *Restorer) nextInRun(b *book, side Side, orderID, account uint64, price,
 	case stp > STPDecrement:
 		return r.fail("resting order %d: bad STP mode %d", orderID, stp)
 	}
-	o := order{pa: r.prevOrder.pa&^(1<<32-1) | uint64(r.acct(account)), sk: packSK(seq, stp, post, side), id: orderID, qty: qty}
-	if r.prevOrder.sk >= o.sk {
-		return r.fail("resting order %d out of stream order", orderID)
-	}
-	r.prevOrder = o
-	r.n[2]++
-	r.runOrd = append(r.runOrd, o)
-	return nil
+	return r.fail("resting order %d out of stream order", orderID)
 }
 
 // flushRun adds the current level run, a new level, to its side: orders
