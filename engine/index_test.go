@@ -123,4 +123,18 @@ func TestIndexBatchBuild(t *testing.T) {
 	if dup, ok := b.build(&x); ok || dup != 42 {
 		t.Fatalf("build of a batch holding 42 twice: %d %v, want 42 false", dup, ok)
 	}
+	// A duplicate whose first entry is in an array its segment's batch
+	// filled and left (preallocated for 1,000 entries, 20,000 arrive).
+	b = indexBatch{}
+	b.reserve(50_000, 1_000)
+	for id := uint64(1); id <= 20_000; id++ {
+		b.add(id, loc{})
+	}
+	if s := indexHash(7) >> 56; len(b.full[s]) == 0 {
+		t.Fatalf("segment %d of id 7 kept no full array", s)
+	}
+	b.add(7, loc{px: 1})
+	if dup, ok := b.build(&orderIndex{}); ok || dup != 7 {
+		t.Fatalf("build of a batch holding 7 twice, in two arrays: %d %v, want 7 false", dup, ok)
+	}
 }
