@@ -10,10 +10,10 @@ import "math/bits"
 // Layout: 256 segments chosen by the hash's top byte; each segment is a
 // linear-probing array of 24-byte slots (id 0, never a valid order id,
 // marks an empty slot) whose length need not be a power of two. A large
-// segment grows by half when it is 7/8 full, so a big table stays between
-// about 58% and 88% full, and a growth rehashes only that segment (1/256 of
-// the entries): no stop-the-world rehash of millions of orders on the
-// matching path. Deletion shifts the following run back, so there are no tombstones
+// segment grows by a quarter when it is 7/8 full, so a big table stays
+// between about 70% and 88% full, and a growth rehashes only that segment
+// (1/256 of the entries): no stop-the-world rehash of millions of orders on
+// the matching path. Deletion shifts the following run back, so there are no tombstones
 // and probe runs stay short.
 type orderIndex struct {
 	seg [indexSegments]indexSeg
@@ -26,7 +26,8 @@ const (
 	// small: a small book's per-segment counts wander (a few entries each,
 	// with a long tail), and headroom there costs little while it keeps a
 	// steady-state engine from growing a segment every few thousand orders.
-	// Past indexSmallSlots it grows by half, to keep big tables dense.
+	// Past indexSmallSlots it grows by a quarter, to keep big tables dense
+	// (docs/performance.md compares a half, a quarter and an eighth).
 	indexMinSlots   = 32
 	indexSmallSlots = 1024
 )
@@ -110,7 +111,7 @@ func (s *indexSeg) grow() {
 	case n < indexSmallSlots:
 		n *= 2
 	default:
-		n += n / 2
+		n += n / 4
 	}
 	s.resize(n)
 }
