@@ -9,12 +9,16 @@ func TestBestAcrossWideGaps(t *testing.T) {
 	s := newScript(t)
 	s.do(Command{Kind: CmdDefineInstrument, Instrument: 2, Tick: 5, Lot: 1, MinPrice: 5, MaxPrice: 500_000})
 	at := func(c Command) Command { c.Instrument = 2; return c }
-	// Empty levels between the ones that match: placed and cancelled.
-	for i, p := range []int64{1_005, 40_000, 60_000} {
-		id := uint64(100 + i)
-		s.do(at(limit(id, Sell, p, 1)))
-		s.do(Command{Kind: CmdCancel, Instrument: 2, OrderID: id})
+	// emptyLevels leaves empty levels at prices: an order placed and
+	// cancelled at each, with ids from id.
+	emptyLevels := func(side Side, id uint64, prices ...int64) {
+		for i, p := range prices {
+			s.do(at(limit(id+uint64(i), side, p, 1)))
+			s.do(Command{Kind: CmdCancel, Instrument: 2, OrderID: id + uint64(i)})
+		}
 	}
+	// Empty levels between the ones that match.
+	emptyLevels(Sell, 100, 1_005, 40_000, 60_000)
 	s.do(at(limit(1, Sell, 1_000, 1)))
 	s.do(at(limit(2, Sell, 50_000, 1)))
 	s.do(at(limit(3, Sell, 400_000, 1)))
@@ -24,11 +28,7 @@ func TestBestAcrossWideGaps(t *testing.T) {
 	if got != want {
 		t.Fatalf("sweep:\n got %s\nwant %s", got, want)
 	}
-	for i, p := range []int64{400_000, 1_005, 20_000} {
-		id := uint64(200 + i)
-		s.do(at(limit(id, Buy, p, 1)))
-		s.do(Command{Kind: CmdCancel, Instrument: 2, OrderID: id})
-	}
+	emptyLevels(Buy, 200, 400_000, 1_005, 20_000)
 	s.do(at(limit(5, Buy, 300_000, 1)))
 	s.do(at(limit(6, Buy, 10_000, 1)))
 	s.do(at(limit(7, Buy, 5, 1)))
