@@ -140,12 +140,27 @@ func (h *Hasher) OnEnd(sources, instruments, orders, triggers uint64, stateHash 
 
 // hashRestingRun returns the sum of the digests ([HashResting]) of the
 // resting-order records of orders, one price's run of one side of one
-// instrument, with their accounts by dense number in accts. The digests
-// come two at a time, interleaved: each is one chain of dependent
-// multiplies, and two chains side by side keep the multiplier busy where a
-// loop of one chain at a time leaves most of each chain waiting on the one
-// before (measured on its own: about 6.5 against 10 ns a record).
+// instrument, with their accounts by dense number in accts. Runs of at
+// least vecRunMin orders go to the vector digest where the CPU has one
+// (hash_amd64.s: eight digests side by side); the rest, and every run on
+// other CPUs, to hashRestingRunGo.
 func hashRestingRun(instrument uint32, side Side, price int64, orders []order, accts []uint64) uint64 {
+	if len(orders) >= vecRunMin {
+		if s, ok := hashRunVec(mix(tagResting, uint64(instrument)<<8|uint64(side)), uint64(price), orders, accts); ok {
+			return s
+		}
+	}
+	return hashRestingRunGo(instrument, side, price, orders, accts)
+}
+
+// vecRunMin is the shortest run hashRestingRun hands to the vector digest.
+const vecRunMin = 5
+
+// hashRestingRunGo is hashRestingRun in Go. The digests come two at a
+// time, interleaved: each is one chain of dependent multiplies, and two
+// chains side by side keep the multiplier busy where a loop of one chain
+// at a time leaves most of each chain waiting on the one before.
+func hashRestingRunGo(instrument uint32, side Side, price int64, orders []order, accts []uint64) uint64 {
 	h0 := mix(tagResting, uint64(instrument)<<8|uint64(side))
 	px := uint64(price)
 	// The last word of the digest, uint64(stp)<<1|b2u(post), is the low

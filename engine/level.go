@@ -177,6 +177,37 @@ func (l *level) walk(from, to uint64, fn func(order) bool) bool {
 	return true
 }
 
+// walkRuns calls fn with every maximal run of consecutive live orders in
+// slots [from, to), in order, until fn returns false; it reports whether
+// fn never did. A run never crosses a chunk: each is a subslice of one
+// chunk's slots.
+func (l *level) walkRuns(from, to uint64, fn func([]order) bool) bool {
+	mask := uint64(1)<<l.shift - 1
+	for s := from; s < to; {
+		c := l.chunkAt(s >> l.shift)
+		end := min(to, (s|mask)+1)
+		if c.live > 0 {
+			os := c.s[s&mask : s&mask+(end-s)]
+			for len(os) > 0 {
+				i := 0
+				for i < len(os) && os[i].id == 0 {
+					i++
+				}
+				j := i
+				for j < len(os) && os[j].id != 0 {
+					j++
+				}
+				if j > i && !fn(os[i:j]) {
+					return false
+				}
+				os = os[j:]
+			}
+		}
+		s = end
+	}
+	return true
+}
+
 // rankSlot returns the slot of l's live order of rank r (0 for the oldest);
 // r must be below l.count. It skips whole chunks by their live counts.
 func (l *level) rankSlot(r int64) uint64 {

@@ -124,6 +124,7 @@ type orderWalk struct {
 	from, to       order
 	hasFrom, hasTo bool
 	fn             func(order) bool
+	runs           func([]order) bool // in place of fn when set
 	stopped        bool
 	// q holds the levels admitted and not yet walked, the k-th admitted
 	// at q[k&(len(q)-1)]; k counts the levels admitted. A ring, not a
@@ -196,7 +197,13 @@ func (w *orderWalk) level(l *level) bool {
 	if w.hasTo && px == w.to.px() {
 		hi = l.seek(w.to.sk)
 	}
-	if !l.walk(lo, hi, w.fn) {
+	var ok bool
+	if w.runs != nil {
+		ok = l.walkRuns(lo, hi, w.runs)
+	} else {
+		ok = l.walk(lo, hi, w.fn)
+	}
+	if !ok {
 		w.stopped = true
 		return false
 	}
@@ -232,12 +239,13 @@ func (p Partition) Emit(s RestingSink) (count, hashSum uint64, err error) {
 	if p.st == nil {
 		return 0, 0, nil
 	}
-	w := emitter{rs: s, accts: p.st.accts}
-	fn := w.resting
+	w := newEmitter(s, p.st.accts)
+	runs := w.runs
 	for si := p.from.seg; si <= p.to.seg && si < p.st.segments(); si++ {
 		b, side := p.st.seg(si)
 		w.b, w.side = b, Side(side+1)
-		ow := orderWalk{b: b, buy: side == 0, fn: fn,
+		w.run.Instrument, w.run.Side = b.id, w.side
+		ow := orderWalk{b: b, buy: side == 0, runs: runs,
 			hasFrom: si == p.from.seg && !p.from.whole, from: p.from.key,
 			hasTo: si == p.to.seg && !p.to.whole, to: p.to.key}
 		ow.run(b.levels[side])

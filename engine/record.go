@@ -46,3 +46,37 @@ type Sink interface {
 type RestingSink interface {
 	OnResting(instrument uint32, side Side, orderID, account uint64, price, qty int64, seq uint64, stp STP, post bool) error
 }
+
+// RunSink is a [RestingSink] that also takes resting-order records a run
+// at a time. When a [Sink] or a [RestingSink] handed to the engine is a
+// RunSink, the engine calls OnRestingRun in place of OnResting for every
+// order, with runs of consecutive records in stream order: the records of
+// a run's orders are exactly those OnResting would have received, one
+// after the other. A sink encodes a run in one loop, without a call per
+// record.
+type RunSink interface {
+	RestingSink
+	// OnRestingRun receives the records of run's orders, in run order.
+	// The orders the run refers to may be read only during the call.
+	OnRestingRun(run RestingRun) error
+}
+
+// RestingRun is a run of consecutive resting-order records of one price
+// level: one instrument, one side, one price, orders in time priority.
+type RestingRun struct {
+	Instrument uint32
+	Side       Side
+	Price      int64
+	orders     []order // live orders only, no gaps
+	accts      []uint64
+}
+
+// Len returns the number of records in the run (at least 1).
+func (r RestingRun) Len() int { return len(r.orders) }
+
+// At returns the fields of the run's i-th record, 0 <= i < Len(); the
+// instrument, side and price are the run's.
+func (r RestingRun) At(i int) (orderID, account uint64, qty int64, seq uint64, stp STP, post bool) {
+	o := &r.orders[i]
+	return o.id, r.accts[o.acct()], o.qty, skSeq(o.sk), skSTPOf(o.sk), skPostOf(o.sk)
+}

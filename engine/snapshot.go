@@ -26,27 +26,48 @@ func (s *state) counts() (orders, triggers uint64) {
 }
 
 // emitter walks a state into a sink (nil: hash only). Its methods are the
-// tree callbacks, bound once, so a walk allocates nothing.
+// tree callbacks, bound once, so a walk allocates nothing. Resting orders
+// come a run at a time (see [RunSink]): one digest loop a run
+// ([hashRestingRun]), then one call of the sink for the run when it is a
+// RunSink, or one OnResting a record when it is not.
 type emitter struct {
-	accts []uint64
-	sink  Sink
-	rs    RestingSink
-	b     *book
-	side  Side
-	sum   uint64
-	n     uint64
-	err   error
+	accts   []uint64
+	sink    Sink
+	rs      RestingSink
+	runSink RunSink // rs when it is a RunSink
+	run     RestingRun
+	b       *book
+	side    Side
+	sum     uint64
+	n       uint64
+	err     error
 }
 
-func (w *emitter) resting(o order) bool {
-	w.n++
-	price, account := w.b.price(o.px()), w.accts[o.acct()]
-	w.sum += HashResting(w.b.id, w.side, o.id, account, price, o.qty, o.seq(), o.stp(), o.post())
-	if w.rs != nil {
-		w.err = w.rs.OnResting(w.b.id, w.side, o.id, account, price, o.qty, o.seq(), o.stp(), o.post())
-		return w.err == nil
+func newEmitter(rs RestingSink, accts []uint64) *emitter {
+	w := &emitter{rs: rs, accts: accts}
+	w.runSink, _ = rs.(RunSink)
+	w.run.accts = accts
+	return w
+}
+
+func (w *emitter) runs(os []order) bool {
+	w.n += uint64(len(os))
+	price := w.b.price(os[0].px())
+	w.sum += hashRestingRun(w.b.id, w.side, price, os, w.accts)
+	switch {
+	case w.runSink != nil:
+		w.run.Price, w.run.orders = price, os
+		w.err = w.runSink.OnRestingRun(w.run)
+		w.run.orders = nil
+	case w.rs != nil:
+		for i := range os {
+			o := &os[i]
+			if w.err = w.rs.OnResting(w.b.id, w.side, o.id, w.accts[o.acct()], price, o.qty, o.seq(), o.stp(), o.post()); w.err != nil {
+				break
+			}
+		}
 	}
-	return true
+	return w.err == nil
 }
 
 func (w *emitter) trigger(t trigger) bool {
@@ -63,9 +84,12 @@ func (w *emitter) trigger(t trigger) bool {
 // (the header still counts them) and their digests.
 func (s *state) emit(sink Sink, withOrders bool) (uint64, error) {
 	orders, triggers := s.counts()
-	w := emitter{sink: sink, rs: sink, accts: s.accts}
+	var w *emitter
 	if sink == nil {
-		w.rs = nil
+		w = newEmitter(nil, s.accts)
+	} else {
+		w = newEmitter(sink, s.accts)
+		w.sink = sink
 	}
 	w.sum = HashHeader(RecordVersion, s.nextSeq)
 	if sink != nil {
@@ -91,7 +115,7 @@ func (s *state) emit(sink Sink, withOrders bool) (uint64, error) {
 			}
 		}
 	}
-	resting := w.resting
+	runs := w.runs
 	for _, b := range s.books {
 		if !withOrders {
 			break
@@ -99,7 +123,9 @@ func (s *state) emit(sink Sink, withOrders bool) (uint64, error) {
 		w.b = b
 		for si := range 2 {
 			w.side = Side(si + 1)
-			b.walkOrders(si, resting)
+			w.run.Instrument, w.run.Side = b.id, w.side
+			ow := orderWalk{b: b, buy: si == 0, runs: runs}
+			ow.run(b.levels[si])
 			if w.err != nil {
 				return 0, w.err
 			}

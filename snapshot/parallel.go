@@ -131,6 +131,19 @@ func (b *partBuf) OnResting(instrument uint32, side engine.Side, orderID, accoun
 	return nil
 }
 
+// OnRestingRun implements [engine.RunSink].
+func (b *partBuf) OnRestingRun(r engine.RestingRun) error {
+	off, n := int(b.n)*orderLength, r.Len()
+	if end := off + n*orderLength; end > len(b.buf) {
+		nb := make([]byte, max(end, 2*len(b.buf), 1024*orderLength))
+		copy(nb, b.buf[:off])
+		b.buf = nb
+	}
+	putRun(b.buf[off:off+n*orderLength], r, 0)
+	b.n += uint64(n)
+	return nil
+}
+
 // StartWorkers starts n encoding goroutines for [Publisher.TakeFrozen];
 // n <= 0 does nothing (parallel encode is off by default). Call Close to
 // stop them. It fails if workers are already running.

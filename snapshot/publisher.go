@@ -314,6 +314,37 @@ func (p *Publisher) OnResting(instrument uint32, side engine.Side, orderID, acco
 	return nil
 }
 
+// OnRestingRun implements [engine.RunSink]: the run's entries, encoded in
+// place in the claimed frames, a batch's share at a time.
+func (p *Publisher) OnRestingRun(r engine.RestingRun) error {
+	if p.err != nil {
+		return p.err
+	}
+	for i, n := 0, r.Len(); i < n; {
+		if p.kind != batchOrders || p.oi == p.ocap {
+			if err := p.openBatch(batchOrders); err != nil {
+				return err
+			}
+		}
+		k := min(n-i, p.ocap-p.oi)
+		off := batchHeader + p.oi*orderLength
+		putRun(p.buf[off:off+k*orderLength], r, i)
+		p.oi += k
+		i += k
+	}
+	return nil
+}
+
+// putRun encodes len(b)/orderLength entries of r from its record from on
+// into b, with putOrder.
+func putRun(b []byte, r engine.RestingRun, from int) {
+	for i := from; len(b) >= orderLength; i++ {
+		id, acct, qty, seq, stp, post := r.At(i)
+		putOrder(b[:orderLength], r.Instrument, r.Side, id, acct, r.Price, qty, seq, stp, post)
+		b = b[orderLength:]
+	}
+}
+
 // putOrder encodes one Orders entry into b, its orderLength bytes, at the
 // offsets of the generated flyweight (snapshotsbe.OrdersEntriesEncoder;
 // TestPutOrderMatchesFlyweight checks they agree): one bounds check and
