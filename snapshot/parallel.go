@@ -120,25 +120,27 @@ type partBuf struct {
 
 // OnResting implements [engine.RestingSink].
 func (b *partBuf) OnResting(instrument uint32, side engine.Side, orderID, account uint64, price, qty int64, seq uint64, stp engine.STP, post bool) error {
-	off := int(b.n) * orderLength
-	if off+orderLength > len(b.buf) {
-		nb := make([]byte, max(off+orderLength, 2*len(b.buf), 1024*orderLength))
-		copy(nb, b.buf[:off])
-		b.buf = nb
-	}
+	off := b.grow(1)
 	putOrder(b.buf[off:off+orderLength], instrument, side, orderID, account, price, qty, seq, stp, post)
 	b.n++
 	return nil
 }
 
-// OnRestingRun implements [engine.RunSink].
-func (b *partBuf) OnRestingRun(r engine.RestingRun) error {
-	off, n := int(b.n)*orderLength, r.Len()
+// grow makes room for n more entries and returns the offset of the first.
+func (b *partBuf) grow(n int) int {
+	off := int(b.n) * orderLength
 	if end := off + n*orderLength; end > len(b.buf) {
 		nb := make([]byte, max(end, 2*len(b.buf), 1024*orderLength))
 		copy(nb, b.buf[:off])
 		b.buf = nb
 	}
+	return off
+}
+
+// OnRestingRun implements [engine.RunSink].
+func (b *partBuf) OnRestingRun(r engine.RestingRun) error {
+	n := r.Len()
+	off := b.grow(n)
 	putRun(b.buf[off:off+n*orderLength], r, 0)
 	b.n += uint64(n)
 	return nil

@@ -2,6 +2,7 @@ package enginetest
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/matchlog/matchlog/engine"
@@ -20,6 +21,69 @@ func restingTape(snapshot func(engine.Sink) error) (Tape, error) {
 		}
 	}
 	return out, nil
+}
+
+// runTape is a [Tape] that takes resting orders a run at a time
+// ([engine.RunSink]), checking each run's shape: not empty, and in time
+// priority (sequences ascending).
+type runTape struct {
+	Tape
+	runs int
+	bad  string
+}
+
+func (r *runTape) OnRestingRun(run engine.RestingRun) error {
+	r.runs++
+	if run.Len() < 1 && r.bad == "" {
+		r.bad = fmt.Sprintf("run %d is empty", r.runs)
+	}
+	var last uint64
+	for i := range run.Len() {
+		id, acct, qty, seq, stp, post := run.At(i)
+		if i > 0 && seq <= last && r.bad == "" {
+			r.bad = fmt.Sprintf("run %d: sequence %d after %d", r.runs, seq, last)
+		}
+		last = seq
+		r.Tape = append(r.Tape, Record{Kind: RecResting, Instrument: run.Instrument, Side: run.Side, OrderID: id, Account: acct,
+			Price: run.Price, Qty: qty, Seq: seq, STP: stp, Post: post})
+	}
+	return nil
+}
+
+// checkRuns checks that a run sink receives from f.SnapshotTo and from
+// each of f's partitions exactly the records a sink of one record a call
+// does.
+func checkRuns(t *testing.T, what string, f *engine.Frozen, want Tape, parts []engine.Partition) {
+	t.Helper()
+	var all Tape
+	if err := f.SnapshotTo(&all); err != nil {
+		t.Fatalf("%s: snapshot: %v", what, err)
+	}
+	var rt runTape
+	if err := f.SnapshotTo(&rt); err != nil {
+		t.Fatalf("%s: snapshot to a run sink: %v", what, err)
+	}
+	if rt.bad != "" {
+		t.Fatalf("%s: snapshot to a run sink: %s", what, rt.bad)
+	}
+	if !slices.Equal(rt.Tape, all) {
+		t.Fatalf("%s: a run sink's record stream (%d records) differs from one record a call (%d)", what, len(rt.Tape), len(all))
+	}
+	if len(want) > 0 && rt.runs == 0 {
+		t.Fatalf("%s: %d orders came in no run", what, len(want))
+	}
+	var got runTape
+	for i, p := range parts {
+		if _, _, err := p.Emit(&got); err != nil {
+			t.Fatalf("%s: partition %d to a run sink: %v", what, i, err)
+		}
+	}
+	if got.bad != "" {
+		t.Fatalf("%s: partitions to a run sink: %s", what, got.bad)
+	}
+	if !slices.Equal(got.Tape, want) {
+		t.Fatalf("%s: %d partitions to a run sink: %d records, differing from the stream's %d", what, len(parts), len(got.Tape), len(want))
+	}
 }
 
 // checkPartitions checks that Partitions(n), emitted in order, is exactly
@@ -84,6 +148,7 @@ func checkPartitions(t *testing.T, what string, f *engine.Frozen, ns ...int) {
 				t.Fatalf("%s: Partitions(%d) (sizes %v): order %d is %+v, the stream has %+v", what, n, sizes, i, got[i], want[i])
 			}
 		}
+		checkRuns(t, fmt.Sprintf("%s, Partitions(%d)", what, n), f, want, parts)
 		if count != uint64(len(want)) || sum != wantSum {
 			t.Fatalf("%s: Partitions(%d): count %d hash sum %016x, want %d %016x", what, n, count, sum, len(want), wantSum)
 		}
