@@ -245,8 +245,9 @@ func BenchSnapshotRestore(b *testing.B, sizes []int) {
 	}
 }
 
-// nullSink receives a record stream and drops it: what is left is the
-// engine's walk of its trees and the state hash, the floor under a take.
+// nullSink receives a record stream and drops it, resting orders a run at
+// a time ([engine.RunSink]): what is left is the engine's walk of its
+// trees and the state hash, the floor under a take.
 type nullSink struct{}
 
 func (nullSink) OnHeader(engine.Header) error                                  { return nil }
@@ -256,6 +257,7 @@ func (nullSink) OnEnd(uint64, uint64, uint64, uint64, uint64) error            {
 func (nullSink) OnResting(uint32, engine.Side, uint64, uint64, int64, int64, uint64, engine.STP, bool) error {
 	return nil
 }
+func (nullSink) OnRestingRun(engine.RestingRun) error { return nil }
 func (nullSink) OnArmedTrigger(uint32, engine.Side, uint64, uint64, engine.OrderType, engine.TimeInForce, engine.TriggerRef,
 	int64, int64, int64, uint64, engine.STP, bool) error {
 	return nil
