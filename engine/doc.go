@@ -47,8 +47,9 @@
 // as the level. A walk (snapshot, state hash, partition) reads the levels'
 // chunks in order, prefetching each level's header, chunk list and chunks
 // a few levels ahead (on amd64; a level's memory is three dependent cache
-// misses away from its tree item in a book grown in random order); a restore of the sorted stream lays each level's orders
-// out in its chunks in one pass.
+// misses away from its tree item in a book grown in random order); a
+// restore of the sorted stream lays each level's orders out in its chunks
+// in one pass.
 //
 // A resting order takes a 32-byte slot (price as ticks above the band
 // floor, a dense account number, id, quantity, and the arrival sequence
@@ -178,4 +179,15 @@
 // The state hash is the hash of that record stream (see [Hasher]), so it is
 // equal after a snapshot and restore, after a replay, and across engines fed
 // the same commands.
+//
+// A walk hands resting orders to a sink a run at a time: maximal runs of
+// consecutive live slots of one chunk of one level. A [RunSink] takes each
+// run in one call ([RestingRun]); any other sink gets one OnResting a
+// record, the same records in the same order. The digests of a run are
+// summed in one pass; on amd64 with AVX-512 (F, DQ, VL), runs of five
+// orders or more are digested eight at a time in vector registers
+// (hash_amd64.s), with the same digests as the Go code, which every other
+// CPU runs and which GODEBUG=cpu.avx512f=off selects. The vector digest
+// reads accounts at clamped dense numbers and reports a number outside the
+// table, which then fails in Go as it always did.
 package engine

@@ -39,8 +39,11 @@
 // and the claim is exactly 12 + n*entry bytes. The header and group
 // dimensions are written when the claim is taken, with count n; each
 // OnArmedTrigger encodes one entry in place through the generated
-// flyweight, each OnResting through putOrder (one bounds check and nine
-// stores at the flyweight's offsets, checked against it by a test). When
+// flyweight, each resting order through putOrder (one bounds check and nine
+// stores at the flyweight's offsets, checked against it by a test); the
+// publisher is an [engine.RunSink], so the engine hands it a level's run
+// of orders in one OnRestingRun, which fills the open batch's free entries
+// in one loop and opens the next batch when it is full. When
 // the batch is full, the record kind changes or the stream ends, the batch
 // is closed: the count is rewritten to the entries written (the trigger
 // flyweight's ResetCountToIndex; setGroupCount for orders), the unused
