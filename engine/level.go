@@ -180,7 +180,8 @@ func (l *level) walk(from, to uint64, fn func(order) bool) bool {
 // walkRuns calls fn with every maximal run of consecutive live orders in
 // slots [from, to), in order, until fn returns false; it reports whether
 // fn never did. A run never crosses a chunk: each is a subslice of one
-// chunk's slots.
+// chunk's slots. A chunk whose slots in range are all live (its live
+// count says so) is passed as one run without a scan.
 func (l *level) walkRuns(from, to uint64, fn func([]order) bool) bool {
 	mask := uint64(1)<<l.shift - 1
 	for s := from; s < to; {
@@ -188,6 +189,16 @@ func (l *level) walkRuns(from, to uint64, fn func([]order) bool) bool {
 		end := min(to, (s|mask)+1)
 		if c.live > 0 {
 			os := c.s[s&mask : s&mask+(end-s)]
+			// A range that holds all of the chunk's slots from the
+			// level's head to its next, with as many live orders as
+			// slots, is one run: no slot to scan.
+			if start := s &^ mask; (s == start || s == l.head) && (end == start+mask+1 || end == l.next) && uint64(c.live) == end-s {
+				if !fn(os) {
+					return false
+				}
+				s = end
+				continue
+			}
 			for len(os) > 0 {
 				i := 0
 				for i < len(os) && os[i].id == 0 {
