@@ -206,28 +206,22 @@ func (e *Engine) Apply(c *Command) []Event {
 }
 
 // event appends an event of the current command and returns it for the
-// caller to fill in. It writes the event in place: an Event built on the
-// stack and copied in would be written with narrow stores and read back
-// with wide loads, a store-forwarding stall per event on the path of every
-// command.
+// caller to fill in. It writes the event in place, zeroed by stores into
+// the slice itself: an Event built on the stack and copied in (or a zero
+// value copied in, as a generic append of a zero element compiles) is
+// written with narrow stores and read back with wide loads, a
+// store-forwarding stall per event on the path of every command.
 func (e *Engine) event(kind EventKind, instrument uint32) *Event {
-	ev := appendZero(&e.events)
+	n := len(e.events)
+	if n == cap(e.events) {
+		e.events = append(e.events, Event{})
+	} else {
+		e.events = e.events[:n+1]
+		e.events[n] = Event{}
+	}
+	ev := &e.events[n]
 	ev.Kind, ev.Instrument, ev.Source, ev.Seq = kind, instrument, e.cmd.Source, e.cmd.Seq
 	return ev
-}
-
-// appendZero appends a zero element to *s and returns it, for the caller
-// to fill in place (see event).
-func appendZero[T any](s *[]T) *T {
-	var zero T
-	n := len(*s)
-	if n == cap(*s) {
-		*s = append(*s, zero)
-	} else {
-		*s = (*s)[:n+1]
-		(*s)[n] = zero
-	}
-	return &(*s)[n]
 }
 
 func (e *Engine) accept(orderID uint64) {
@@ -245,8 +239,15 @@ func (e *Engine) touch(b *book, side Side, price, qty, count int64) {
 			return
 		}
 	}
-	// In place, as in event: no touch built on the stack and copied.
-	t := appendZero(&e.touched)
+	// In place, every field stored once, as in event: no touch built or
+	// zeroed on the stack and copied.
+	n := len(e.touched)
+	if n == cap(e.touched) {
+		e.touched = append(e.touched, touch{})
+	} else {
+		e.touched = e.touched[:n+1]
+	}
+	t := &e.touched[n]
 	t.b, t.side, t.price, t.qty, t.count = b, side, price, qty, count
 }
 
