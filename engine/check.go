@@ -64,6 +64,12 @@ func (e *Engine) Check() error {
 	if n != e.index.Len() {
 		return fmt.Errorf("engine: %d live orders, %d index entries", n, e.index.Len())
 	}
+	if b := e.lastBook; b != nil && e.byID[b.id] != b {
+		return fmt.Errorf("engine: the last book looked up (instrument %d) is not the id map's", b.id)
+	}
+	if e.lastHW != nil && e.hwm[e.lastSrc] != e.lastHW {
+		return fmt.Errorf("engine: the last high-water mark looked up (source %d) is not the source's", e.lastSrc)
+	}
 	return nil
 }
 

@@ -35,6 +35,14 @@ func TestCheckCatches(t *testing.T) {
 			l.count, l.qty = 0, 0
 		}},
 		{"empty levels miscounted", "the pool counts", func(e *Engine, b *book) { e.lp.empties++ }},
+		{"last book stale", "last book", func(e *Engine, b *book) {
+			nb := *b
+			e.lastBook = &nb
+		}},
+		{"last high-water mark stale", "last high-water", func(e *Engine, b *book) {
+			hw := *e.lastHW
+			e.lastHW = &hw
+		}},
 		{"level totals negative", "bad totals", func(e *Engine, b *book) { b.lmap[0].get(100).qty = -1 }},
 		{"index entry lost", "index", func(e *Engine, b *book) { e.index.del(2) }},
 		{"index entry stale", "index", func(e *Engine, b *book) {

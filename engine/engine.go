@@ -55,6 +55,14 @@ type Engine struct {
 	acctNo  map[uint64]uint32 // account → dense account number
 	nextSeq uint64
 	lp      levelPool
+	// The last book and high-water mark looked up, in front of byID and
+	// hwm (nil: none): commands come in runs of one instrument and one
+	// source, and a hit costs a compare where the map costs a hash probe.
+	// Books and marks are never removed while the engine lives; installing
+	// a restored state clears both.
+	lastBook *book
+	lastSrc  uint64
+	lastHW   *uint64
 
 	// Per-command state.
 	cmd     *Command
@@ -102,6 +110,18 @@ func (e *Engine) Orders() int {
 	return n
 }
 
+// book returns the book of instrument, nil if none.
+func (e *Engine) book(instrument uint32) *book {
+	if b := e.lastBook; b != nil && b.id == instrument {
+		return b
+	}
+	b := e.byID[instrument]
+	if b != nil {
+		e.lastBook = b
+	}
+	return b
+}
+
 // HighWater returns the highest sequence applied from source (its
 // idempotent-ingress high-water mark: a command of that source at or below
 // it is ignored), and false if no command of source was applied.
@@ -119,7 +139,7 @@ func (e *Engine) Triggers() int { return e.index.Len() - e.Orders() }
 // best first, and returns it. It costs O(n) levels (and the empty levels
 // kept among them, see book.emptied), never a walk of orders.
 func (e *Engine) Depth(instrument uint32, side Side, n int, dst []Level) []Level {
-	b := e.byID[instrument]
+	b := e.book(instrument)
 	if b == nil || (side != Buy && side != Sell) || n <= 0 {
 		return dst
 	}
@@ -159,15 +179,18 @@ type Level struct {
 // until the next call to Apply; the engine keeps no reference to c.
 func (e *Engine) Apply(c *Command) []Event {
 	e.events = e.events[:0]
-	switch hw := e.hwm[c.Source]; {
-	case hw == nil:
-		seq := c.Seq
-		e.hwm[c.Source] = &seq
-	case c.Seq <= *hw:
-		return e.events
-	default:
-		*hw = c.Seq
+	hw, fresh := e.lastHW, false
+	if hw == nil || e.lastSrc != c.Source {
+		if hw = e.hwm[c.Source]; hw == nil {
+			hw, fresh = new(uint64), true
+			e.hwm[c.Source] = hw
+		}
+		e.lastSrc, e.lastHW = c.Source, hw
 	}
+	if !fresh && c.Seq <= *hw {
+		return e.events
+	}
+	*hw = c.Seq
 	e.cmd = c
 	var r Reason
 	switch c.Kind {
@@ -344,7 +367,7 @@ func (e *Engine) defineInstrument(c *Command) Reason {
 	switch {
 	case c.Instrument == 0:
 		return RejBadInstrument
-	case e.byID[c.Instrument] != nil:
+	case e.book(c.Instrument) != nil:
 		return RejDuplicateInstrument
 	case !validInstrument(c.Tick, c.Lot, c.MinPrice, c.MaxPrice):
 		return RejBadInstrument
@@ -403,7 +426,7 @@ func (b *book) checkQty(q int64) Reason {
 }
 
 func (e *Engine) newOrder(c *Command) Reason {
-	b := e.byID[c.Instrument]
+	b := e.book(c.Instrument)
 	if b == nil {
 		return RejUnknownInstrument
 	}
@@ -475,7 +498,7 @@ func validType(c *Command) bool {
 
 // live returns the book and location of an order id live on instrument.
 func (e *Engine) live(c *Command) (*book, loc, Reason) {
-	b := e.byID[c.Instrument]
+	b := e.book(c.Instrument)
 	if b == nil {
 		return nil, loc{}, RejUnknownInstrument
 	}
@@ -565,7 +588,7 @@ func (e *Engine) modify(c *Command) Reason {
 }
 
 func (e *Engine) massCancel(c *Command) Reason {
-	if c.Instrument != 0 && e.byID[c.Instrument] == nil {
+	if c.Instrument != 0 && e.book(c.Instrument) == nil {
 		return RejUnknownInstrument
 	}
 	e.accept(0)
@@ -615,7 +638,7 @@ func (e *Engine) massCancelBook(b *book, account uint64) {
 }
 
 func (e *Engine) markPrice(c *Command) Reason {
-	b := e.byID[c.Instrument]
+	b := e.book(c.Instrument)
 	if b == nil {
 		return RejUnknownInstrument
 	}

@@ -138,6 +138,7 @@ func (r *Restorer) uninstall() {
 	e.books, e.byID, e.index, e.hwm, e.nextSeq = empty.books, empty.byID, empty.index, empty.hwm, empty.nextSeq
 	e.accts, e.acctNo = empty.accts, empty.acctNo
 	e.lp.empties = 0
+	e.lastBook, e.lastHW = nil, nil
 }
 
 // advance moves to phase p, refusing to go back.
@@ -466,6 +467,7 @@ func (r *Restorer) OnEnd(sources, instruments, orders, triggers uint64, stateHas
 	e.books, e.byID, e.index, e.hwm, e.nextSeq = st.books, st.byID, st.index, st.hwm, st.nextSeq
 	e.accts, e.acctNo = st.accts, st.acctNo
 	e.lp.empties = 0 // a restored book keeps no empty level
+	e.lastBook, e.lastHW = nil, nil
 	r.phase = phaseDone
 	return nil
 }
