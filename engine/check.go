@@ -245,12 +245,33 @@ func (e *Engine) checkTriggers(b *book, si int) (int, error) {
 
 // checkChunkList checks the form of l's chunk list: a short list of at
 // most segChunks entries, or segments that cover exactly the level's
-// chunks, none newer than the level, with nothing past the last chunk.
+// chunks, none newer than the level, with nothing past the last chunk. A
+// list of the inline capacity must be the level's own inline list, and
+// the inline list is zero past the entries in use.
 func checkChunkList(l *level) error {
-	if l.long == nil {
-		if len(l.chunks) > segChunks {
-			return fmt.Errorf("short chunk list of %d entries (at most %d)", len(l.chunks), segChunks)
+	if l.long == nil && len(l.chunks) > segChunks {
+		return fmt.Errorf("short chunk list of %d entries (at most %d)", len(l.chunks), segChunks)
+	}
+	switch {
+	case l.inlined():
+		if &l.chunks[:1][0] != &l.inl[0] {
+			return fmt.Errorf("a chunk list of the inline capacity outside the level")
 		}
+		for i := len(l.chunks); i < inlChunks; i++ {
+			if l.inl[i].s != nil {
+				return fmt.Errorf("inline chunk entry %d, not in use, holds a buffer", i)
+			}
+		}
+	case cap(l.chunks) > 0 && cap(l.chunks) < inlChunks:
+		return fmt.Errorf("a chunk list of capacity %d, below the inline list's", cap(l.chunks))
+	default:
+		for i, c := range l.inl {
+			if c.s != nil || c.live != 0 || c.epoch != 0 {
+				return fmt.Errorf("inline chunk entry %d is not empty in a level whose list is elsewhere", i)
+			}
+		}
+	}
+	if l.long == nil {
 		return nil
 	}
 	ls := l.long

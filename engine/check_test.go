@@ -35,6 +35,20 @@ func TestCheckCatches(t *testing.T) {
 			l.count, l.qty = 0, 0
 		}},
 		{"empty levels miscounted", "the pool counts", func(e *Engine, b *book) { e.lp.empties++ }},
+		{"chunk list in another level", "inline capacity outside", func(e *Engine, b *book) {
+			l, other := b.lmap[0].get(100), b.lmap[1].get(105)
+			other.inl = l.inl
+			l.chunks = other.inl[:len(l.chunks):inlChunks]
+		}},
+		{"inline entry past the list", "holds a buffer", func(e *Engine, b *book) {
+			l := b.lmap[0].get(100)
+			l.inl[len(l.chunks)].s = make([]order, 1<<l.shift)
+		}},
+		{"inline list beside a long one", "list is elsewhere", func(e *Engine, b *book) {
+			l := b.lmap[0].get(100)
+			e.lp.relist(l, 2*inlChunks)
+			l.inl[0].live = 1
+		}},
 		{"last book stale", "last book", func(e *Engine, b *book) {
 			nb := *b
 			e.lastBook = &nb

@@ -86,8 +86,18 @@ type level struct {
 	// to first+len(chunks)-1. Long form: long holds them, and chunks is
 	// empty.
 	chunks []chunk
-	long   *segList
+	// inl is the short list of a level of at most inlChunks chunks (nearly
+	// every level): chunks then lies in the level itself, so finding a
+	// chunk reads no other memory than the level's first two cache lines
+	// (the fields above and inl[0] fill 128 bytes). A list of capacity
+	// inlChunks is always the level's own inl; a longer list is its own
+	// allocation, and inl is then zero.
+	inl  [inlChunks]chunk
+	long *segList
 }
+
+// inlChunks is the capacity of a level's inline chunk list.
+const inlChunks = 4
 
 // segList holds the chunk entries of a level in the long form: segs holds
 // them from chunk number base, n chunks from the level's first on
@@ -254,8 +264,9 @@ type levelPool struct {
 	empties int
 }
 
-// listClasses is the number of pooled chunk-list capacities: 4 to
-// segChunks chunks, all a short list can hold.
+// listClasses is the number of chunk-list capacities: 4 to segChunks
+// chunks, all a short list can hold. Capacity 4 (class 0) is a level's
+// inline list, never pooled; lists of 8 and more are.
 const listClasses = 4
 
 // grow gives l, the writer's, a chunk list with room for one more chunk,
@@ -271,7 +282,12 @@ func (p *levelPool) grow(l *level) {
 func (p *levelPool) relist(l *level, c int) {
 	k := bits.Len(uint(c>>2)) - 1
 	var nl []chunk
-	if k < listClasses {
+	if c <= inlChunks {
+		nl = l.inl[:0:inlChunks]
+		if l.inlined() {
+			return
+		}
+	} else if k < listClasses {
 		fl := &p.lists[k]
 		if len(*fl) == 0 {
 			n := max(1, slabBytes/(40*c))
@@ -285,12 +301,25 @@ func (p *levelPool) relist(l *level, c int) {
 	} else {
 		nl = make([]chunk, 0, c)
 	}
+	old, inl := l.chunks, l.inlined()
 	nl = append(nl, l.chunks...)
-	old := l.chunks
 	l.chunks = nl
-	if oc := cap(old); oc >= 4 && oc&(oc-1) == 0 {
+	if inl {
+		clear(l.inl[:])
+		return
+	}
+	p.poolList(old)
+}
+
+// inlined reports whether l's short list is its inline one.
+func (l *level) inlined() bool { return cap(l.chunks) == inlChunks }
+
+// poolList keeps a chunk list that no level uses any more for reuse, if it
+// is one of the pooled capacities.
+func (p *levelPool) poolList(old []chunk) {
+	if oc := cap(old); oc > inlChunks && oc&(oc-1) == 0 {
 		if k := bits.Len(uint(oc>>2)) - 1; k < listClasses && len(p.lists[k]) < 1024 {
-			clear(old)
+			clear(old[:oc])
 			p.lists[k] = append(p.lists[k], old[:0])
 		}
 	}
@@ -379,7 +408,11 @@ func (p *levelPool) get(price int64) *level {
 	}
 	l := p.free[len(p.free)-1]
 	p.free = p.free[:len(p.free)-1]
-	*l = level{price: price, epoch: p.epoch, shift: minShift, chunks: l.chunks[:0]}
+	if !l.inlined() {
+		p.poolList(l.chunks)
+	}
+	*l = level{price: price, epoch: p.epoch, shift: minShift}
+	l.chunks = l.inl[:0:inlChunks]
 	return l
 }
 
@@ -428,9 +461,13 @@ func (p *levelPool) put(l *level) {
 // segments and chunks stay shared until written.
 func (p *levelPool) copyLevel(l *level) *level {
 	c := p.get(l.price)
-	chunks := append(c.chunks[:0], l.chunks...)
 	*c = *l
-	c.chunks, c.epoch = chunks, p.epoch
+	c.chunks, c.epoch = c.inl[:0:inlChunks], p.epoch
+	if len(l.chunks) > inlChunks {
+		c.inl = [inlChunks]chunk{}
+		p.relist(c, listCap(len(l.chunks)))
+	}
+	c.chunks = append(c.chunks, l.chunks...)
 	if l.long != nil {
 		c.long = &segList{segs: append(make([]*chunkSeg, 0, len(l.long.segs)+1), l.long.segs...), base: l.long.base, n: l.long.n}
 	}
