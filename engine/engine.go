@@ -355,8 +355,13 @@ func (e *Engine) rebuild(b *book, l *level) {
 	}
 }
 
+// flushDepth emits a Depth event for every level the command touched. It
+// reads each touch in place: a touch copied out whole is loaded with wide
+// loads over the narrow stores touch just made, which the processor cannot
+// forward.
 func (e *Engine) flushDepth() {
-	for _, t := range e.touched {
+	for i := range e.touched {
+		t := &e.touched[i]
 		ev := e.event(EvDepth, t.b.id)
 		ev.Side, ev.Price, ev.Qty, ev.Count = t.side, t.price, t.qty, t.count
 	}
