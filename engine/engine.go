@@ -477,8 +477,8 @@ func (e *Engine) newOrder(c *Command) Reason {
 		b.triggers[sideIndex(c.Side)].ReplaceOrInsert(t)
 		e.index.put(c.OrderID, loc{sk: t.sk, px: b.ticks(c.Stop), inst: b.id})
 	default:
-		tk := e.newTaker(b, c.Side, c.Type == Market, c.TIF, c.Price,
-			order{sk: packSK(seq, c.STP, c.Post, c.Side), id: c.OrderID, pa: pxAcct(0, e.acct(c.Account)), qty: c.Qty})
+		var tk taker
+		tk.set(b, c.Side, c.Type == Market, c.TIF, c.Price, packSK(seq, c.STP, c.Post, c.Side), c.OrderID, e.acct(c.Account), c.Qty)
 		e.take(b, &tk)
 	}
 	e.runTriggers(b)
@@ -584,7 +584,8 @@ func (e *Engine) modify(c *Command) Reason {
 	e.lift(b, side, lv, l.slot())
 	seq := e.nextSeq
 	e.nextSeq++
-	tk := e.newTaker(b, side, false, GTC, c.Price, order{sk: packSK(seq, o.stp(), o.post(), side), id: o.id, pa: pxAcct(0, o.acct()), qty: c.Qty})
+	var tk taker
+	tk.set(b, side, false, GTC, c.Price, packSK(seq, o.stp(), o.post(), side), o.id, o.acct(), c.Qty)
 	if !e.take(b, &tk) {
 		e.index.del(o.id)
 	}

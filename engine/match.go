@@ -13,13 +13,20 @@ type taker struct {
 	tif    TimeInForce
 }
 
-func (e *Engine) newTaker(b *book, side Side, market bool, tif TimeInForce, limit int64, o order) taker {
+// set makes t the taker of an order of b with key sk: a market order when
+// market (its limit 0), else a limit order at limit. It stores every field
+// in place: a taker built apart and copied in (as a function returning one
+// compiles) is written with narrow stores and read back with wide loads,
+// a store-forwarding stall on the path of every order.
+func (t *taker) set(b *book, side Side, market bool, tif TimeInForce, limit int64, sk, id uint64, acct uint32, qty int64) {
+	var px uint32
 	if market {
 		limit = 0
 	} else {
-		o.setPx(b.ticks(limit))
+		px = b.ticks(limit)
 	}
-	return taker{o: o, limit: limit, side: side, market: market, tif: tif}
+	t.o.pa, t.o.sk, t.o.id, t.o.qty = pxAcct(px, acct), sk, id, qty
+	t.limit, t.side, t.market, t.tif = limit, side, market, tif
 }
 
 // reaches reports whether the taker may trade at a maker's price.
@@ -184,8 +191,8 @@ func (e *Engine) runTriggers(b *book) {
 		ev.OrderID, ev.Side, ev.Price = t.id, side, ref
 		seq := e.nextSeq
 		e.nextSeq++
-		tk := e.newTaker(b, side, t.typ == Stop, t.tif, t.price,
-			order{sk: packSK(seq, t.stp(), t.post(), side), id: t.id, pa: pxAcct(0, e.acct(t.account)), qty: t.qty})
+		var tk taker
+		tk.set(b, side, t.typ == Stop, t.tif, t.price, packSK(seq, t.stp(), t.post(), side), t.id, e.acct(t.account), t.qty)
 		if t.post() && !tk.market && b.wouldCross(side, t.price) {
 			e.cancelTaker(b, &tk, CxlPostOnly)
 			continue
