@@ -515,13 +515,16 @@ func (p *levelPool) wslot(l *level, s uint64) *order {
 // addChunk appends an empty chunk to l, the writer's, moving it to the
 // long form when its short list is full.
 func (p *levelPool) addChunk(l *level) {
-	nc := chunk{s: p.buf(l.shift), epoch: p.epoch}
+	// The new entry's fields are stored in place (as in Engine.event): an
+	// entry built apart and copied in is a store-forwarding stall.
 	if l.long == nil {
-		if len(l.chunks) < segChunks {
-			if len(l.chunks) == cap(l.chunks) {
+		if n := len(l.chunks); n < segChunks {
+			if n == cap(l.chunks) {
 				p.grow(l)
 			}
-			l.chunks = append(l.chunks, nc)
+			l.chunks = l.chunks[:n+1]
+			c := &l.chunks[n]
+			c.s, c.epoch, c.live = p.buf(l.shift), p.epoch, 0
 			return
 		}
 		g := &chunkSeg{epoch: p.epoch}
@@ -534,7 +537,8 @@ func (p *levelPool) addChunk(l *level) {
 	if i/segChunks == uint64(len(l.long.segs)) {
 		l.long.segs = append(l.long.segs, &chunkSeg{epoch: p.epoch})
 	}
-	p.wseg(l, i/segChunks).c[i%segChunks] = nc
+	c := &p.wseg(l, i/segChunks).c[i%segChunks]
+	c.s, c.epoch, c.live = p.buf(l.shift), p.epoch, 0
 	l.long.n++
 }
 
@@ -647,13 +651,16 @@ func (p *levelPool) fill(l *level, orders []order, shift uint8, slab int) {
 		b := p.bufFrom(shift, slab)
 		n := copy(b, orders)
 		clear(b[n:])
-		c := chunk{s: b, epoch: p.epoch, live: int32(n)}
+		var c *chunk
 		if l.long == nil {
-			l.chunks = append(l.chunks, c)
+			k := len(l.chunks)
+			l.chunks = l.chunks[:k+1] // fitted above: listCap(n) entries
+			c = &l.chunks[k]
 		} else {
-			l.long.segs[l.long.n/segChunks].c[l.long.n%segChunks] = c
+			c = &l.long.segs[l.long.n/segChunks].c[l.long.n%segChunks]
 			l.long.n++
 		}
+		c.s, c.epoch, c.live = b, p.epoch, int32(n)
 		for _, o := range orders[:n] {
 			l.qty += o.qty
 		}
