@@ -41,15 +41,24 @@
 // latest clone is never written again; the writer copies it first (a
 // level's chunk list, then the one chunk it writes), so [Engine.Clone]
 // costs O(instruments) and the first write to a level after a clone a
-// bounded copy. A level of more than 32 chunks (2,048 orders and more)
-// keeps its chunk list in copy-on-write segments of 32 entries, so that
-// copy is a list of segment pointers and one segment, not a list as long
-// as the level. A walk (snapshot, state hash, partition) reads the levels'
-// chunks in order, prefetching each level's header, chunk list and chunks
-// a few levels ahead (on amd64; a level's memory is three dependent cache
-// misses away from its tree item in a book grown in random order); a
-// restore of the sorted stream lays each level's orders out in its chunks
-// in one pass.
+// bounded copy. A level of at most four chunks (nearly every level) holds
+// its chunk list in itself, beside its totals, so finding an order's chunk
+// reads the level's first two cache lines and then the chunk; a longer
+// list is a separate allocation, and a level of more than 32 chunks (2,048
+// orders and more) keeps it in copy-on-write segments of 32 entries, so
+// that copy is a list of segment pointers and one segment, not a list as
+// long as the level. A walk (snapshot, state hash, partition) reads the
+// levels' chunks in order, prefetching each level's header, chunk list and
+// chunks a few levels ahead (on amd64; in a book grown in random order a
+// level's chunks are two or three dependent cache misses away from its
+// tree item); a restore of the sorted stream lays each level's orders out
+// in its chunks in one pass.
+//
+// Values on the writer's path (events, depth touches, takers, chunk
+// entries) are written in place, field by field: a value built apart and
+// copied in is read back with wide loads over the narrow stores just
+// made, which the processor cannot forward (docs/performance.md measures
+// what each cost).
 //
 // A resting order takes a 32-byte slot (price as ticks above the band
 // floor, a dense account number, id, quantity, and the arrival sequence
