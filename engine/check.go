@@ -246,8 +246,9 @@ func (e *Engine) checkTriggers(b *book, si int) (int, error) {
 // checkChunkList checks the form of l's chunk list: a short list of at
 // most segChunks entries, or segments that cover exactly the level's
 // chunks, none newer than the level, with nothing past the last chunk. A
-// list of the inline capacity must be the level's own inline list, and
-// the inline list is zero past the entries in use.
+// list of the inline capacity must be the level's own inline list, whose
+// entries past those in use hold no buffer; a level whose list is elsewhere
+// has a zero inline list.
 func checkChunkList(l *level) error {
 	if l.long == nil && len(l.chunks) > segChunks {
 		return fmt.Errorf("short chunk list of %d entries (at most %d)", len(l.chunks), segChunks)
