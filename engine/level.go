@@ -194,8 +194,20 @@ func (l *level) walk(from, to uint64, fn func(order) bool) bool {
 // count says so) is passed as one run without a scan.
 func (l *level) walkRuns(from, to uint64, fn func([]order) bool) bool {
 	mask := uint64(1)<<l.shift - 1
+	// Chunks past the walk's prefetch budget (prefetchChunkBytes from the
+	// level's first chunk, fetched levels ahead by orderWalk.visit) are
+	// prefetched one chunk ahead: entering chunk k fetches chunk k+1, which
+	// then has the time of k's orders to arrive.
+	ahead := l.first + uint64(prefetchChunkBytes>>(l.shift+5))
+	last := (to - 1) >> l.shift
 	for s := from; s < to; {
-		c := l.chunkAt(s >> l.shift)
+		k := s >> l.shift
+		if next := k + 1; next >= ahead && next <= last {
+			if nc := l.chunkAt(next); len(nc.s) > 0 {
+				prefetchOrders(&nc.s[0], len(nc.s)*32)
+			}
+		}
+		c := l.chunkAt(k)
 		end := min(to, (s|mask)+1)
 		if c.live > 0 {
 			os := c.s[s&mask : s&mask+(end-s)]
