@@ -194,20 +194,8 @@ func (l *level) walk(from, to uint64, fn func(order) bool) bool {
 // count says so) is passed as one run without a scan.
 func (l *level) walkRuns(from, to uint64, fn func([]order) bool) bool {
 	mask := uint64(1)<<l.shift - 1
-	// Chunks past the walk's prefetch budget (prefetchChunkBytes from the
-	// level's first chunk, fetched levels ahead by orderWalk.visit) are
-	// prefetched one chunk ahead: entering chunk k fetches chunk k+1, which
-	// then has the time of k's orders to arrive.
-	ahead := l.first + uint64(prefetchChunkBytes>>(l.shift+5))
-	last := (to - 1) >> l.shift
 	for s := from; s < to; {
-		k := s >> l.shift
-		if next := k + 1; next >= ahead && next <= last {
-			if nc := l.chunkAt(next); len(nc.s) > 0 {
-				prefetchOrders(&nc.s[0], len(nc.s)*32)
-			}
-		}
-		c := l.chunkAt(k)
+		c := l.chunkAt(s >> l.shift)
 		end := min(to, (s|mask)+1)
 		if c.live > 0 {
 			os := c.s[s&mask : s&mask+(end-s)]
@@ -235,6 +223,35 @@ func (l *level) walkRuns(from, to uint64, fn func([]order) bool) bool {
 				}
 				os = os[j:]
 			}
+		}
+		s = end
+	}
+	return true
+}
+
+// walkRunsAhead is walkRuns for a walk that prefetches (orderWalk): the
+// chunks of l past the walk's budget (prefetchChunkBytes from the level's
+// first chunk, fetched levels ahead by orderWalk.visit) are prefetched one
+// chunk ahead, so entering chunk k fetches chunk k+1, which then has the
+// time of k's orders to arrive. A level within the budget (nearly every
+// level of a book of up to a few dozen orders a level) is walked by
+// walkRuns alone.
+func (l *level) walkRunsAhead(from, to uint64, fn func([]order) bool) bool {
+	ahead := l.first + uint64(prefetchChunkBytes>>(l.shift+5))
+	if from >= to || (to-1)>>l.shift < ahead {
+		return l.walkRuns(from, to, fn)
+	}
+	last := (to - 1) >> l.shift
+	for s := from; s < to; {
+		k := s >> l.shift
+		if k+1 >= ahead && k+1 <= last {
+			if c := l.chunkAt(k + 1); len(c.s) > 0 {
+				prefetchOrders(&c.s[0], len(c.s)*32)
+			}
+		}
+		end := min(to, (k+1)<<l.shift)
+		if !l.walkRuns(s, end, fn) {
+			return false
 		}
 		s = end
 	}

@@ -199,7 +199,7 @@ func (w *orderWalk) level(l *level) bool {
 	}
 	var ok bool
 	if w.runs != nil {
-		ok = l.walkRuns(lo, hi, w.runs)
+		ok = l.walkRunsAhead(lo, hi, w.runs)
 	} else {
 		ok = l.walk(lo, hi, w.fn)
 	}
