@@ -49,10 +49,12 @@
 // that copy is a list of segment pointers and one segment, not a list as
 // long as the level. A walk (snapshot, state hash, partition) reads the
 // levels' chunks in order, prefetching each level's header, chunk list and
-// chunks a few levels ahead (on amd64; in a book grown in random order a
-// level's chunks are two or three dependent cache misses away from its
-// tree item); a restore of the sorted stream lays each level's orders out
-// in its chunks in one pass.
+// the first 2 KiB of its chunks a few levels ahead, and the rest of a long
+// level's chunks one chunk ahead as it walks them (on amd64; in a book
+// grown in random order a level's chunks are two or three dependent cache
+// misses away from its tree item, and each chunk of a long level is
+// another); a restore of the sorted stream lays each level's orders out in
+// its chunks in one pass.
 //
 // Values on the writer's path (events, depth touches, takers, chunk
 // entries) are written in place, field by field: a value built apart and
