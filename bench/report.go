@@ -384,7 +384,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 	row("  clock overhead per reading (ns)", fmt.Sprintf("%.1f", r.ClockOverheadNs), "")
 	row("depth top 10, 1 / 500 orders a level (ns)", fmt.Sprintf("%.1f / %.1f", r.DepthTop10Ns, r.DepthTop10CrowdedNs), "")
 	row("depth top 10 crowded/uncrowded ratio", fmt.Sprintf("%.2f", r.DepthTop10CrowdedRatio), "depth_top10_crowded_ratio")
-	row("heap per resting order at 1M (B)", fmt.Sprintf("%.1f", r.HeapBytesPerOrder1M), "")
+	if r.Orders != 1_000_000 { // else the next row is the same figure
+		row("heap per resting order at 1M (B)", fmt.Sprintf("%.1f", r.HeapBytesPerOrder1M), "")
+	}
 	row(fmt.Sprintf("heap per resting order at %s (B)", short(r.Orders)), fmt.Sprintf("%.1f", r.HeapBytesPerOrder), "heap_bytes_per_order")
 	row(fmt.Sprintf("build through commands at %s (ns/order)", short(r.Orders)), fmt.Sprintf("%.0f", r.BuildNsPerOrder), "")
 	row(fmt.Sprintf("clone at %s (ns)", short(r.Orders)), fmt.Sprintf("%.0f", r.CloneNsAt5M), "clone_ns_at_5m")
