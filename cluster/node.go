@@ -76,7 +76,9 @@ type Options struct {
 	// holding up the log's (the archive is safe for concurrent use by
 	// different recordings), but they share the disk with the log's
 	// syncs. Default 1 MiB when pauseless, TermLength when stopping the
-	// world.
+	// world. A snapshot's publication is three terms of this length in
+	// memory; the node keeps the last one of each length and clears it for
+	// the next snapshot rather than allocating another.
 	SnapshotTermLength int
 	// SnapshotYieldEvery: a pauseless snapshot's encoder yields its
 	// processor (runtime.Gosched) every this many claims (batches of one
@@ -431,6 +433,7 @@ type Node struct {
 
 	// snapshots
 	job          *snapshotJob
+	snapLogs     snapLogs
 	lastSnapPos  int64
 	lastSnapTime int64
 

@@ -3,6 +3,8 @@ package cluster
 import (
 	"fmt"
 	"runtime"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/matchlog/matchlog/archive"
@@ -172,10 +174,13 @@ func (n *Node) writeSnapshotSet(info SnapshotInfo, cm *frozenCM, pauseless bool,
 // and the time spent in the archive (starting, writing, syncing and
 // stopping the recording).
 func (n *Node) writeSnapshot(stream int32, termLength int, pauseless bool, body func(Publication) error) (int64, int64, time.Duration, error) {
-	log, err := logbuf.New(termLength, n.opts.MTU, 0, stream, stream)
+	log, err := n.snapLogs.get(termLength, n.opts.MTU, stream)
 	if err != nil {
 		return -1, 0, 0, err
 	}
+	// The recording is stopped (or never started) before this returns;
+	// nothing reads the log after it.
+	defer n.snapLogs.put(log)
 	t0 := time.Now()
 	// Pauseless: spread the syncs (see StartRecording's syncEach).
 	rec, err := n.arc.StartRecording(log, SnapshotChannel, true, pauseless)
@@ -197,6 +202,52 @@ func (n *Node) writeSnapshot(stream int32, termLength int, pauseless bool, body 
 	}
 	sp.archive += time.Since(t1)
 	return rec.ID(), rec.Position(), sp.archive, err
+}
+
+// snapLogs keeps the in-memory log of the last snapshot recording of each
+// term length (the service's and the consensus module's) for the next
+// snapshot to recycle (logbuf.Recycle). A snapshot's log is three terms
+// of its term length, 48 MiB when the world stops at the default 16 MiB:
+// a new one each time took that much fresh memory from the system, which
+// on a machine with slow page faults cost more than the snapshot's
+// encoding (docs/performance.md). Recycling clears what the last snapshot
+// wrote instead; the price is that memory, held between snapshots.
+// Snapshots run one at a time, but on the node's goroutine or on a
+// pauseless snapshot's own, hence the lock.
+type snapLogs struct {
+	mu   sync.Mutex
+	free []*logbuf.Log
+	// recycled counts the logs recycled (for tests).
+	recycled int
+}
+
+// get returns a log of termLength at position 0 for stream: the kept one
+// of that length, recycled, or a new one.
+func (s *snapLogs) get(termLength, mtu int, stream int32) (*logbuf.Log, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, l := range s.free {
+		if l.TermLength() == termLength {
+			s.free = slices.Delete(s.free, i, i+1)
+			s.recycled++
+			return logbuf.Recycle(l, mtu, 0, stream, stream)
+		}
+	}
+	return logbuf.New(termLength, mtu, 0, stream, stream)
+}
+
+// put keeps l, which nothing uses any more, for the next snapshot of its
+// term length.
+func (s *snapLogs) put(l *logbuf.Log) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, o := range s.free {
+		if o.TermLength() == l.TermLength() {
+			s.free[i] = l
+			return
+		}
+	}
+	s.free = append(s.free, l)
 }
 
 // snapPub is a snapshot recording's publication: claims and offers that

@@ -1,0 +1,162 @@
+package cluster_test
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/matchlog/matchlog/cluster"
+	"github.com/matchlog/matchlog/internal/vfs"
+)
+
+// bulkService is timerService with a snapshot of several terms: before its
+// state, bulkMsgs messages of bulkLen bytes derived from the state, which
+// OnStart checks byte for byte.
+type bulkService struct {
+	timerService
+	fills int // bulk messages checked by OnStart
+}
+
+const bulkMsgs, bulkLen = 300, 1000
+
+func bulkFill(b []byte, hash uint64, i int) {
+	x := hash ^ uint64(i)*0x9E3779B97F4A7C15
+	for j := range b {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		b[j] = byte(x)
+	}
+}
+
+func (s *bulkService) OnTakeSnapshot(info cluster.SnapshotInfo, pub cluster.Publication, idle func() error) error {
+	b := make([]byte, bulkLen)
+	for i := range bulkMsgs {
+		bulkFill(b, s.hash, i)
+		for {
+			pos, err := pub.Offer(b)
+			if err != nil {
+				return err
+			}
+			if pos >= 0 {
+				break
+			}
+			if err := idle(); err != nil {
+				return err
+			}
+		}
+	}
+	return s.timerService.OnTakeSnapshot(info, pub, idle)
+}
+
+func (s *bulkService) OnStart(c cluster.Cluster, img cluster.SnapshotImage) error {
+	s.c = c
+	if img == nil {
+		return nil
+	}
+	var bulk [][]byte
+	got := false
+	var perr error
+	// The state is the service's last message: poll up to it.
+	for !got && perr == nil {
+		if img.Poll(func(buf []byte, off, n int, _ int64) {
+			switch n {
+			case bulkLen:
+				bulk = append(bulk, append([]byte(nil), buf[off:off+n]...))
+			case 32:
+				b := buf[off:]
+				s.hash = binary.LittleEndian.Uint64(b)
+				s.msgs = int64(binary.LittleEndian.Uint64(b[8:]))
+				s.timers = int64(binary.LittleEndian.Uint64(b[16:]))
+				s.sessions = int64(binary.LittleEndian.Uint64(b[24:]))
+				got = true
+			default:
+				perr = fmt.Errorf("bulkService: a %d-byte message in the snapshot", n)
+			}
+		}, 1) == 0 {
+			break
+		}
+	}
+	if perr != nil {
+		return perr
+	}
+	if !got || len(bulk) != bulkMsgs {
+		return fmt.Errorf("bulkService: state %v, %d bulk messages", got, len(bulk))
+	}
+	want := make([]byte, bulkLen)
+	for i, b := range bulk {
+		bulkFill(want, s.hash, i)
+		if string(b) != string(want) {
+			return errors.New("bulkService: a bulk message differs from what its state gives")
+		}
+		s.fills++
+	}
+	return nil
+}
+
+// TestSnapshotLogsRecycled: a node writes each stop-the-world snapshot
+// after the first through the log of the one before (recycled, each
+// filling several of its terms), and every one of them restores the
+// state it was taken at, byte for byte.
+func TestSnapshotLogsRecycled(t *testing.T) {
+	// Each snapshot set is two recordings, the service's (in terms of
+	// Options.TermLength when the world stops) and the consensus module's
+	// (64 KiB terms). With 128 KiB terms the two sets of a round need two
+	// logs, and the second set recycles both; with 64 KiB terms the two
+	// recordings share one log, recycled by all but the first.
+	for _, c := range []struct{ term, recycled int }{{128 << 10, 2}, {64 << 10, 3}} {
+		t.Run(fmt.Sprintf("term=%dKiB", c.term>>10), func(t *testing.T) { snapshotLogsRecycled(t, c.term, c.recycled) })
+	}
+}
+
+func snapshotLogsRecycled(t *testing.T, term, recycled int) {
+	mem := vfs.NewMem()
+	f := newFixture(t, mem)
+	o := f.opts
+	o.SnapshotMode, o.TermLength = cluster.StopTheWorld, term
+	var hash uint64
+	for round := range 4 {
+		svc := &bulkService{timerService: timerService{delay: 1 << 40}}
+		o.Service = svc
+		n, err := cluster.Open(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if round > 0 && svc.fills != bulkMsgs {
+			t.Fatalf("round %d: the restore checked %d bulk messages", round, svc.fills)
+		}
+		if round > 0 && (svc.hash != hash || svc.msgs != int64(2*round)) {
+			t.Fatalf("round %d: restored hash %x and %d messages, want %x and %d", round, svc.hash, svc.msgs, hash, 2*round)
+		}
+		s, err := n.Connect("aeron:ipc", 102)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 2 {
+			n.Offer(s, msg(uint64(10*round+i+1), 0))
+			for range 4 {
+				if _, err := n.DoWork(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			n.RequestSnapshot()
+			for range 4 {
+				if _, err := n.DoWork(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := n.AwaitSnapshot(5 * time.Second); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := cluster.SnapshotLogsRecycled(n); got != recycled {
+			t.Fatalf("round %d: %d snapshot logs recycled, want %d", round, got, recycled)
+		}
+		hash = svc.hash
+		if err := n.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
