@@ -51,11 +51,7 @@ func (s *timerService) OnStart(c cluster.Cluster, img cluster.SnapshotImage) err
 	got := false
 	img.Poll(func(buf []byte, off, n int, _ int64) {
 		if n == 32 {
-			b := buf[off:]
-			s.hash = binary.LittleEndian.Uint64(b)
-			s.msgs = int64(binary.LittleEndian.Uint64(b[8:]))
-			s.timers = int64(binary.LittleEndian.Uint64(b[16:]))
-			s.sessions = int64(binary.LittleEndian.Uint64(b[24:]))
+			s.setState(buf[off : off+n])
 			got = true
 		}
 	}, 1)
@@ -63,6 +59,14 @@ func (s *timerService) OnStart(c cluster.Cluster, img cluster.SnapshotImage) err
 		return errors.New("timerService: no state in snapshot")
 	}
 	return nil
+}
+
+// setState reads the 32-byte state OnTakeSnapshot writes.
+func (s *timerService) setState(b []byte) {
+	s.hash = binary.LittleEndian.Uint64(b)
+	s.msgs = int64(binary.LittleEndian.Uint64(b[8:]))
+	s.timers = int64(binary.LittleEndian.Uint64(b[16:]))
+	s.sessions = int64(binary.LittleEndian.Uint64(b[24:]))
 }
 
 func (s *timerService) OnSessionOpen(cs *cluster.ClientSession, ts int64) error {

@@ -1,7 +1,6 @@
 package cluster_test
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"testing"
@@ -66,11 +65,7 @@ func (s *bulkService) OnStart(c cluster.Cluster, img cluster.SnapshotImage) erro
 			case bulkLen:
 				bulk = append(bulk, append([]byte(nil), buf[off:off+n]...))
 			case 32:
-				b := buf[off:]
-				s.hash = binary.LittleEndian.Uint64(b)
-				s.msgs = int64(binary.LittleEndian.Uint64(b[8:]))
-				s.timers = int64(binary.LittleEndian.Uint64(b[16:]))
-				s.sessions = int64(binary.LittleEndian.Uint64(b[24:]))
+				s.setState(buf[off : off+n])
 				got = true
 			default:
 				perr = fmt.Errorf("bulkService: a %d-byte message in the snapshot", n)
