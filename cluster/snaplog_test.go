@@ -125,23 +125,16 @@ func snapshotLogsRecycled(t *testing.T, term, recycled int) {
 		if round > 0 && (svc.hash != hash || svc.msgs != int64(2*round)) {
 			t.Fatalf("round %d: restored hash %x and %d messages, want %x and %d", round, svc.hash, svc.msgs, hash, 2*round)
 		}
+		f.node = n
 		s, err := n.Connect("aeron:ipc", 102)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for i := range 2 {
 			n.Offer(s, msg(uint64(10*round+i+1), 0))
-			for range 4 {
-				if _, err := n.DoWork(); err != nil {
-					t.Fatal(err)
-				}
-			}
+			f.work(4)
 			n.RequestSnapshot()
-			for range 4 {
-				if _, err := n.DoWork(); err != nil {
-					t.Fatal(err)
-				}
-			}
+			f.work(4)
 			if err := n.AwaitSnapshot(5 * time.Second); err != nil {
 				t.Fatal(err)
 			}

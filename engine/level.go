@@ -237,11 +237,14 @@ func (l *level) walkRuns(from, to uint64, fn func([]order) bool) bool {
 // level of a book of up to a few dozen orders a level) is walked by
 // walkRuns alone.
 func (l *level) walkRunsAhead(from, to uint64, fn func([]order) bool) bool {
+	if from >= to {
+		return true
+	}
 	ahead := l.first + uint64(prefetchChunkBytes>>(l.shift+5))
-	if from >= to || (to-1)>>l.shift < ahead {
+	last := (to - 1) >> l.shift
+	if last < ahead {
 		return l.walkRuns(from, to, fn)
 	}
-	last := (to - 1) >> l.shift
 	for s := from; s < to; {
 		k := s >> l.shift
 		if k+1 >= ahead && k+1 <= last {
