@@ -37,7 +37,8 @@ func (o order) acct() uint32 { return uint32(o.pa) }
 func (o *order) setPx(px uint32) { o.pa = pxAcct(px, o.acct()) }
 
 // Flag bits of sk, below the arrival sequence. Side, armed and ref are kept
-// there too, so an index entry is 16 bytes.
+// there too, so an armed order's location (loc) holds them with its
+// sequence in one word.
 const (
 	skPost   = 1 << 0
 	skSTP    = 1 // shift; 3 bits

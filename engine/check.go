@@ -64,6 +64,9 @@ func (e *Engine) Check() error {
 	if n != e.index.Len() {
 		return fmt.Errorf("engine: %d live orders, %d index entries", n, e.index.Len())
 	}
+	if err := e.checkArmed(); err != nil {
+		return err
+	}
 	if b := e.lastBook; b != nil && e.byID[b.id] != b {
 		return fmt.Errorf("engine: the last book looked up (instrument %d) is not the id map's", b.id)
 	}
@@ -151,6 +154,9 @@ func (e *Engine) checkLevel(b *book, si int, l *level) (int, error) {
 	if nc == 0 || l.head < lo || l.head > l.next || l.next > hi || l.next <= hi-1<<l.shift {
 		return 0, fmt.Errorf("%s: chunks cover slots [%d, %d), head %d, next %d", where(), lo, hi, l.head, l.next)
 	}
+	if l.next >= maxSlots {
+		return 0, fmt.Errorf("%s: next slot %d past the index entries' %d", where(), l.next, maxSlots-1)
+	}
 	var qty, count int64
 	var prevSK uint64
 	px := b.ticks(l.price)
@@ -208,8 +214,8 @@ func (e *Engine) checkOrder(b *book, side Side, l *level, s uint64, o order, px 
 		skSide(o.sk) != side || o.sk&skArmed != 0 || int(o.acct()) >= len(e.accts):
 		return fmt.Errorf("engine: instrument %d %s: invalid order %d (ticks %d, account number %d, qty %d, sk %#x)", b.id, side, o.id, o.px(), o.acct(), o.qty, o.sk)
 	}
-	if x, ok := e.index.get(o.id); !ok || x != restLoc(s, o.sk, px, b.id) {
-		return fmt.Errorf("engine: order %d: index %+v (present %v) does not match slot %d of its level", o.id, x, ok, s)
+	if x, ok := e.index.get(o.id); !ok || x != restEnt(s, px, side) {
+		return fmt.Errorf("engine: order %d: index entry %#x (present %v) does not match slot %d of its level", o.id, uint64(x), ok, s)
 	}
 	return nil
 }
@@ -232,9 +238,13 @@ func (e *Engine) checkTriggers(b *book, si int) (int, error) {
 			err = fmt.Errorf("engine: trigger %d (%s stop %d, %s %d) should have fired", t.id, side, t.stop, t.ref, ref)
 			return false
 		}
-		l, ok := e.index.get(t.id)
-		if !ok || l != (loc{sk: t.sk, px: b.ticks(t.stop), inst: b.id}) || t.sk != triggerSK(t.seq(), t.stp(), t.post(), side, t.ref) {
-			err = fmt.Errorf("engine: trigger %d: index %+v (present %v) does not match the tree", t.id, l, ok)
+		x, ok := e.index.get(t.id)
+		if !ok || !x.armed() || x.pos() >= uint64(len(e.armed)) {
+			err = fmt.Errorf("engine: trigger %d: index entry %#x (present %v) names no armed position (%d held)", t.id, uint64(x), ok, len(e.armed))
+			return false
+		}
+		if l := e.armed[x.pos()]; l != (loc{sk: t.sk, px: b.ticks(t.stop), inst: b.id}) || t.sk != triggerSK(t.seq(), t.stp(), t.post(), side, t.ref) {
+			err = fmt.Errorf("engine: trigger %d: armed position %d holds %+v, which does not match the tree", t.id, x.pos(), l)
 			return false
 		}
 		n++
@@ -296,6 +306,38 @@ func checkChunkList(l *level) error {
 		if c := last.c[i]; c.s != nil || c.live != 0 || c.epoch != 0 {
 			return fmt.Errorf("segment entry %d past the last chunk is not empty", i)
 		}
+	}
+	return nil
+}
+
+// checkArmed checks the armed positions. checkTriggers checked that every
+// trigger's entry names a position holding its location, which no other
+// trigger's is (its key holds its sequence), so the triggers hold distinct
+// positions; the free ones must be the rest, each listed once and holding
+// nothing.
+func (e *Engine) checkArmed() error {
+	triggers := 0
+	for _, b := range e.books {
+		triggers += b.triggers[0].Len() + b.triggers[1].Len()
+	}
+	if triggers+len(e.armFree) != len(e.armed) {
+		return fmt.Errorf("engine: %d armed positions: %d triggers and %d free", len(e.armed), triggers, len(e.armFree))
+	}
+	held := make([]bool, len(e.armed))
+	for _, b := range e.books {
+		for si := range 2 {
+			b.triggers[si].Ascend(func(t trigger) bool {
+				x, _ := e.index.get(t.id)
+				held[x.pos()] = true
+				return true
+			})
+		}
+	}
+	for _, p := range e.armFree {
+		if p >= uint64(len(e.armed)) || held[p] || e.armed[p] != (loc{}) {
+			return fmt.Errorf("engine: free armed position %d of %d is held, listed twice or not cleared", p, len(e.armed))
+		}
+		held[p] = true
 	}
 	return nil
 }

@@ -60,14 +60,61 @@ func TestCheckCatches(t *testing.T) {
 		{"level totals negative", "bad totals", func(e *Engine, b *book) { b.lmap[0].get(100).qty = -1 }},
 		{"index entry lost", "index", func(e *Engine, b *book) { e.index.del(2) }},
 		{"index entry stale", "index", func(e *Engine, b *book) {
-			l, _ := e.index.get(2)
-			l.px++
-			e.index.put(2, l)
+			x, _ := e.index.get(2)
+			e.index.put(2, restEnt(x.slot(), x.px()+1, x.side()))
 		}},
 		{"index slot", "index", func(e *Engine, b *book) {
-			l, _ := e.index.get(2)
-			l.sk += 1 << skSeqPos
-			e.index.put(2, l)
+			x, _ := e.index.get(2)
+			e.index.put(2, restEnt(x.slot()+1, x.px(), x.side()))
+		}},
+		{"index side", "index", func(e *Engine, b *book) {
+			x, _ := e.index.get(2)
+			e.index.put(2, restEnt(x.slot(), x.px(), Sell))
+		}},
+		{"resting entry marked armed", "index", func(e *Engine, b *book) {
+			x, _ := e.index.get(2)
+			e.index.put(2, x|1)
+		}},
+		{"trigger entry not armed", "names no armed position", func(e *Engine, b *book) {
+			e.index.put(4, restEnt(0, b.ticks(200), Buy))
+		}},
+		{"trigger entry past the table", "names no armed position", func(e *Engine, b *book) {
+			e.index.put(4, armedEnt(uint64(len(e.armed))))
+		}},
+		{"armed location stale", "does not match the tree", func(e *Engine, b *book) {
+			x, _ := e.index.get(4)
+			e.armed[x.pos()].px++
+		}},
+		{"armed location of another instrument", "does not match the tree", func(e *Engine, b *book) {
+			x, _ := e.index.get(4)
+			e.armed[x.pos()].inst++
+		}},
+		{"armed position not freed", "triggers and", func(e *Engine, b *book) {
+			e.armed = append(e.armed, loc{})
+		}},
+		{"armed position freed and held", "free armed position", func(e *Engine, b *book) {
+			x, _ := e.index.get(4)
+			e.armed = append(e.armed, loc{})
+			e.armFree = append(e.armFree, x.pos())
+		}},
+		{"free armed position not cleared", "free armed position", func(e *Engine, b *book) {
+			e.armed = append(e.armed, loc{px: 1})
+			e.armFree = append(e.armFree, uint64(len(e.armed)-1))
+		}},
+		{"two triggers on one position", "does not match the tree", func(e *Engine, b *book) {
+			x, _ := e.index.get(4)
+			t := trigger{stop: 210, sk: triggerSK(e.nextSeq, STPNone, false, Buy, RefMark), id: 6, account: 4, qty: 1, typ: Stop, tif: IOC, ref: RefMark}
+			e.nextSeq++
+			b.triggers[0].ReplaceOrInsert(t)
+			e.armed[x.pos()] = loc{sk: t.sk, px: b.ticks(210), inst: b.id}
+			e.index.put(6, x)
+			e.armed = append(e.armed, loc{})
+			e.armFree = append(e.armFree, uint64(len(e.armed)-1))
+		}},
+		{"next slot past the entries' bound", "past the index entries'", func(e *Engine, b *book) {
+			l := b.lmap[1].get(105)
+			l.first = maxSlots >> l.shift
+			l.head, l.next = l.head+maxSlots, l.next+maxSlots
 		}},
 		{"crossed book", "crossed", func(e *Engine, b *book) {
 			lv := b.lmap[1].get(105)
@@ -78,7 +125,7 @@ func TestCheckCatches(t *testing.T) {
 			nl := b.addLevel(&e.lp, 1, 99)
 			s := e.lp.push(nl, o)
 			b.occ[1].set(int64(b.ticks(99)))
-			e.index.put(o.id, restLoc(s, o.sk, o.px(), b.id))
+			e.index.put(o.id, restEnt(s, o.px(), Sell))
 		}},
 		{"trigger should have fired", "should have fired", func(e *Engine, b *book) { b.mark = 300 }},
 		{"bad quantity", "invalid order", func(e *Engine, b *book) {

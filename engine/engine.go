@@ -6,11 +6,53 @@ import (
 	"github.com/matchlog/matchlog/internal/invariants"
 )
 
-// loc says where a live order sits, in 16 bytes. For an armed order, sk is
-// its trigger-tree key (sequence and flags) and px its stop price in ticks.
-// For a resting order, px is its price in ticks (which names its level) and
-// sk holds its slot number in the level where an armed order's sequence
-// would be, above the same flag bits (see restLoc).
+// ent is an order's index entry, its value in [orderIndex]: where the
+// order sits, in 8 bytes, so an index slot (id and entry) is 16.
+//
+//   - A resting order: its price in ticks above its book's band floor (the
+//     high 32 bits, which name its level), its slot number in that level
+//     (bits 2-31) and its side (bit 1, set for a sell). Bit 0 is clear.
+//     The instrument is not in the entry: a command names it, and the
+//     order at the entry's slot of that book's level must carry the id
+//     (see Engine.live), which no order of another book can.
+//   - An armed order: its position in Engine.armed (bits 1-63), which
+//     holds its [loc]. Bit 0 is set.
+//
+// A level's slot numbers stay below maxSlots: a level whose next slot
+// reaches it is rebuilt (see level.needsRebuild), which numbers its orders
+// from 0 again.
+type ent uint64
+
+// maxSlots bounds a level's slot numbers, the 30 bits of an entry. A level
+// holds fewer live orders than that (32 GiB of slots).
+const maxSlots = 1 << 30
+
+// restEnt is the entry of a resting order at slot s of the level at ticks
+// px on side.
+func restEnt(s uint64, px uint32, side Side) ent {
+	e := ent(px)<<32 | ent(s)<<2
+	if side == Sell {
+		e |= 2
+	}
+	return e
+}
+
+// armedEnt is the entry of the armed order at position p of Engine.armed.
+func armedEnt(p uint64) ent { return ent(p)<<1 | 1 }
+
+func (x ent) armed() bool  { return x&1 != 0 }
+func (x ent) slot() uint64 { return uint64(x) >> 2 & (maxSlots - 1) }
+func (x ent) px() uint32   { return uint32(x >> 32) }
+func (x ent) pos() uint64  { return uint64(x) >> 1 }
+func (x ent) side() Side {
+	if x&2 != 0 {
+		return Sell
+	}
+	return Buy
+}
+
+// loc is where an armed order sits: its trigger-tree key (sequence and
+// flags), its stop price in ticks, and its instrument.
 type loc struct {
 	sk   uint64
 	px   uint32
@@ -18,17 +60,7 @@ type loc struct {
 }
 
 func (l loc) side() Side      { return skSide(l.sk) }
-func (l loc) armed() bool     { return l.sk&skArmed != 0 }
 func (l loc) ref() TriggerRef { return TriggerRef(l.sk>>skRef) & 3 }
-
-// slot returns a resting order's slot number in its level.
-func (l loc) slot() uint64 { return l.sk >> skSeqPos }
-
-// restLoc is the index entry of a resting order with key sk at slot s of
-// its level.
-func restLoc(s, sk uint64, px, inst uint32) loc {
-	return loc{sk: s<<skSeqPos | sk&(1<<skSeqPos-1), px: px, inst: inst}
-}
 
 func triggerSK(seq uint64, stp STP, post bool, side Side, ref TriggerRef) uint64 {
 	return packSK(seq, stp, post, side) | skArmed | uint64(ref)<<skRef
@@ -46,9 +78,13 @@ type touch struct {
 // The zero value is not usable; call [New]. An Engine is not safe for
 // concurrent use: one goroutine, the single writer, owns it.
 type Engine struct {
-	books   []*book // instrument ascending
-	byID    map[uint32]*book
-	index   orderIndex
+	books []*book // instrument ascending
+	byID  map[uint32]*book
+	index orderIndex
+	// armed holds each armed order's location at the position its index
+	// entry names (see ent); armFree lists the positions not in use.
+	armed   []loc
+	armFree []uint64
 	hwm     map[uint64]*uint64 // source → high-water mark; one lookup a command
 	fl      *freeLists
 	accts   []uint64          // dense account number → account
@@ -291,7 +327,7 @@ func (e *Engine) restOrder(b *book, side Side, price int64, o order) {
 	if l.count == 1 {
 		b.filled(si, o.px(), l)
 	}
-	e.index.put(o.id, restLoc(s, o.sk, o.px(), b.id))
+	e.index.put(o.id, restEnt(s, o.px(), side))
 	e.touch(b, side, price, l.qty, l.count)
 	if l.needsRebuild() {
 		e.rebuild(b, l)
@@ -351,7 +387,7 @@ func (e *Engine) rebuild(b *book, l *level) {
 	l.qty, l.count = 0, 0
 	e.lp.fill(l, e.rbuf, shift, slabBytes)
 	for i, o := range e.rbuf {
-		e.index.put(o.id, restLoc(uint64(i), o.sk, o.px(), b.id))
+		e.index.put(o.id, restEnt(uint64(i), o.px(), skSide(o.sk)))
 	}
 }
 
@@ -475,7 +511,7 @@ func (e *Engine) newOrder(c *Command) Reason {
 		t := trigger{stop: c.Stop, sk: triggerSK(seq, c.STP, c.Post, c.Side, c.Ref), id: c.OrderID, account: c.Account,
 			price: price, qty: c.Qty, typ: c.Type, tif: c.TIF, ref: c.Ref}
 		b.triggers[sideIndex(c.Side)].ReplaceOrInsert(t)
-		e.index.put(c.OrderID, loc{sk: t.sk, px: b.ticks(c.Stop), inst: b.id})
+		e.arm(c.OrderID, loc{sk: t.sk, px: b.ticks(c.Stop), inst: b.id})
 	default:
 		var tk taker
 		tk.set(b, c.Side, c.Type == Market, c.TIF, c.Price, packSK(seq, c.STP, c.Post, c.Side), c.OrderID, e.acct(c.Account), c.Qty)
@@ -501,33 +537,70 @@ func validType(c *Command) bool {
 	return true
 }
 
-// live returns the book and location of an order id live on instrument.
-func (e *Engine) live(c *Command) (*book, loc, Reason) {
+// arm enters the index entry of armed order id, at l.
+func (e *Engine) arm(id uint64, l loc) {
+	var p uint64
+	if n := len(e.armFree); n > 0 {
+		p = e.armFree[n-1]
+		e.armFree = e.armFree[:n-1]
+		e.armed[p] = l
+	} else {
+		p = uint64(len(e.armed))
+		e.armed = append(e.armed, l)
+	}
+	e.index.put(id, armedEnt(p))
+}
+
+// disarm removes the index entry of armed order id and frees its position.
+func (e *Engine) disarm(id uint64) {
+	if x, ok := e.index.take(id); ok && x.armed() {
+		e.armed[x.pos()] = loc{}
+		e.armFree = append(e.armFree, x.pos())
+	}
+}
+
+// live returns the book and index entry of an order id live on the
+// command's instrument and, for a resting order, its level (as read, not
+// made writable). The entry does not name the instrument: a resting
+// order is on b only if the slot its entry names, in b's level at its
+// price and side, holds it; an armed order's location names it.
+func (e *Engine) live(c *Command) (*book, ent, *level, Reason) {
 	b := e.book(c.Instrument)
 	if b == nil {
-		return nil, loc{}, RejUnknownInstrument
+		return nil, 0, nil, RejUnknownInstrument
 	}
-	l, ok := e.index.get(c.OrderID)
-	if !ok || l.inst != c.Instrument {
-		return nil, loc{}, RejUnknownOrder
+	x, ok := e.index.get(c.OrderID)
+	if !ok {
+		return nil, 0, nil, RejUnknownOrder
 	}
-	return b, l, ReasonNone
+	if x.armed() {
+		if e.armed[x.pos()].inst != c.Instrument {
+			return nil, 0, nil, RejUnknownOrder
+		}
+		return b, x, nil, ReasonNone
+	}
+	lv := b.lmap[sideIndex(x.side())].get(b.price(x.px()))
+	if s := x.slot(); lv == nil || s < lv.head || s >= lv.next || lv.at(s).id != c.OrderID {
+		return nil, 0, nil, RejUnknownOrder
+	}
+	return b, x, lv, ReasonNone
 }
 
 func (e *Engine) cancel(c *Command) Reason {
-	b, l, r := e.live(c)
+	b, x, lv, r := e.live(c)
 	if r != ReasonNone {
 		return r
 	}
 	e.accept(c.OrderID)
-	if l.armed() {
+	if x.armed() {
+		l := e.armed[x.pos()]
 		t, _ := b.triggers[sideIndex(l.side())].Delete(trigger{ref: l.ref(), stop: b.price(l.px), sk: l.sk})
 		e.cancelTrigger(b, l.side(), &t, CxlRequested)
 		return ReasonNone
 	}
-	side := l.side()
-	lv := b.wlevel(&e.lp, sideIndex(side), b.price(l.px))
-	o := e.unrest(b, side, lv, l.slot())
+	side := x.side()
+	lv = b.writable(&e.lp, sideIndex(side), lv)
+	o := e.unrest(b, side, lv, x.slot())
 	e.cancelled(b, side, &o, CxlRequested)
 	return ReasonNone
 }
@@ -539,17 +612,17 @@ func (e *Engine) cancelled(b *book, side Side, o *order, why Reason) {
 }
 
 func (e *Engine) cancelTrigger(b *book, side Side, t *trigger, why Reason) {
-	e.index.del(t.id)
+	e.disarm(t.id)
 	ev := e.event(EvCancelled, b.id)
 	ev.OrderID, ev.Side, ev.Price, ev.Qty, ev.Reason = t.id, side, t.price, t.qty, why
 }
 
 func (e *Engine) modify(c *Command) Reason {
-	b, l, r := e.live(c)
+	b, x, lv, r := e.live(c)
 	if r != ReasonNone {
 		return r
 	}
-	if l.armed() {
+	if x.armed() {
 		return RejNotModifiable
 	}
 	if r := b.checkQty(c.Qty); r != ReasonNone {
@@ -558,11 +631,10 @@ func (e *Engine) modify(c *Command) Reason {
 	if r := b.checkPrice(c.Price); r != ReasonNone {
 		return r
 	}
-	side := l.side()
+	side := x.side()
 	si := sideIndex(side)
-	price := b.price(l.px)
-	lv := b.lmap[si].get(price)
-	o := *lv.at(l.slot())
+	price := lv.price
+	o := *lv.at(x.slot())
 	if c.Price == price && c.Qty == o.qty {
 		return RejNoChange
 	}
@@ -574,14 +646,14 @@ func (e *Engine) modify(c *Command) Reason {
 	ev.OrderID, ev.Side, ev.Price, ev.Qty = o.id, side, c.Price, c.Qty
 	lv = b.writable(&e.lp, si, lv)
 	if c.Price == price && c.Qty < o.qty {
-		e.setQty(b, side, lv, l.slot(), c.Qty)
+		e.setQty(b, side, lv, x.slot(), c.Qty)
 		return ReasonNone
 	}
 	// Out of its level before it matches as a taker: it loses its place
 	// and gets a new sequence.
 	// The index entry stays while the order matches (nothing looks the
 	// taker up by id) and is overwritten if it rests again.
-	e.lift(b, side, lv, l.slot())
+	e.lift(b, side, lv, x.slot())
 	seq := e.nextSeq
 	e.nextSeq++
 	var tk taker
@@ -621,9 +693,9 @@ func (e *Engine) massCancelBook(b *book, account uint64) {
 		}
 		for i := range e.scratch {
 			o := &e.scratch[i]
-			l, _ := e.index.get(o.id) // its slot may change as its level is rebuilt
+			x, _ := e.index.get(o.id) // its slot may change as its level is rebuilt
 			lv := b.wlevel(&e.lp, si, b.price(o.px()))
-			e.unrest(b, side, lv, l.slot())
+			e.unrest(b, side, lv, x.slot())
 			e.cancelled(b, side, o, CxlMassCancel)
 		}
 	}

@@ -2,13 +2,13 @@ package engine
 
 import "math/bits"
 
-// orderIndex maps live order ids to their [loc]. It is an open-addressing
+// orderIndex maps live order ids to their entries ([ent]). It is an open-addressing
 // hash table written for this one job, because the index is about a third
 // of the heap per resting order and Go's map spends 2–3× the slot size on a
 // table this large.
 //
 // Layout: 256 segments chosen by the hash's top byte; each segment is a
-// linear-probing array of 24-byte slots (id 0, never a valid order id,
+// linear-probing array of 16-byte slots (id 0, never a valid order id,
 // marks an empty slot) whose length need not be a power of two. A large
 // segment grows by a quarter when it is 7/8 full, so a big table stays
 // between about 70% and 88% full, and a growth rehashes only that segment
@@ -34,7 +34,7 @@ const (
 
 type indexSlot struct {
 	id uint64
-	l  loc
+	x  ent
 }
 
 type indexSeg struct {
@@ -58,19 +58,19 @@ func (x *orderIndex) segOf(h uint64) *indexSeg { return &x.seg[h>>56] }
 // Len returns the number of entries.
 func (x *orderIndex) Len() int { return x.n }
 
-func (x *orderIndex) get(id uint64) (loc, bool) {
+func (x *orderIndex) get(id uint64) (ent, bool) {
 	h := indexHash(id)
 	s := x.segOf(h)
 	if len(s.slots) == 0 {
-		return loc{}, false
+		return 0, false
 	}
 	for i := s.home(h); ; {
 		sl := &s.slots[i]
 		if sl.id == id {
-			return sl.l, true
+			return sl.x, true
 		}
 		if sl.id == 0 {
-			return loc{}, false
+			return 0, false
 		}
 		if i++; i == len(s.slots) {
 			i = 0
@@ -79,7 +79,7 @@ func (x *orderIndex) get(id uint64) (loc, bool) {
 }
 
 // put sets the entry of id (never 0).
-func (x *orderIndex) put(id uint64, l loc) {
+func (x *orderIndex) put(id uint64, v ent) {
 	h := indexHash(id)
 	s := x.segOf(h)
 	if (s.n+1)*8 > len(s.slots)*7 {
@@ -88,11 +88,11 @@ func (x *orderIndex) put(id uint64, l loc) {
 	for i := s.home(h); ; {
 		sl := &s.slots[i]
 		if sl.id == id {
-			sl.l = l
+			sl.x = v
 			return
 		}
 		if sl.id == 0 {
-			sl.id, sl.l = id, l
+			sl.id, sl.x = id, v
 			s.n++
 			x.n++
 			return
@@ -134,11 +134,14 @@ func (s *indexSeg) resize(size int) {
 }
 
 // del removes the entry of id, if any.
-func (x *orderIndex) del(id uint64) {
+func (x *orderIndex) del(id uint64) { x.take(id) }
+
+// take removes the entry of id and returns it, if there is one.
+func (x *orderIndex) take(id uint64) (ent, bool) {
 	h := indexHash(id)
 	s := x.segOf(h)
 	if len(s.slots) == 0 {
-		return
+		return 0, false
 	}
 	i := s.home(h)
 	for {
@@ -146,7 +149,7 @@ func (x *orderIndex) del(id uint64) {
 			break
 		}
 		if s.slots[i].id == 0 {
-			return
+			return 0, false
 		}
 		if i++; i == len(s.slots) {
 			i = 0
@@ -163,6 +166,7 @@ func (x *orderIndex) del(id uint64) {
 		}
 		return b - a + n
 	}
+	v := s.slots[i].x
 	hole := i
 	for j := i; ; {
 		if j++; j == n {
@@ -179,6 +183,7 @@ func (x *orderIndex) del(id uint64) {
 	s.slots[hole] = indexSlot{}
 	s.n--
 	x.n--
+	return v, true
 }
 
 // indexBatch gathers entries for an empty index, grouped by segment, so
@@ -236,10 +241,11 @@ func isqrt(n int) int {
 
 // add appends an entry to its segment's batch. The 256 batches are 256
 // write streams, too many for the hardware prefetcher to follow, and an
-// entry written to a line not in the cache waits for it; so every other
-// add asks for the line four entries ahead, which that segment's next adds
-// will write (a few hundred orders later, when it has arrived).
-func (b *indexBatch) add(id uint64, l loc) {
+// entry written to a line not in the cache waits for it; so every fourth
+// add (four 16-byte entries a line) asks for the line four entries ahead,
+// which that segment's next adds will write (a few hundred orders later,
+// when it has arrived).
+func (b *indexBatch) add(id uint64, v ent) {
 	h := indexHash(id)
 	s := &b.seg[h>>56]
 	n := len(*s)
@@ -248,8 +254,8 @@ func (b *indexBatch) add(id uint64, l loc) {
 		n = 0
 	}
 	*s = (*s)[:n+1]
-	(*s)[n] = indexSlot{id: id, l: l}
-	if n&1 == 0 && n+5 <= cap(*s) {
+	(*s)[n] = indexSlot{id: id, x: v}
+	if n&3 == 0 && n+5 <= cap(*s) {
 		prefetchSlot(&(*s)[:n+5][n+4])
 	}
 }

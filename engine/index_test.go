@@ -10,13 +10,13 @@ import (
 func TestOrderIndexModel(t *testing.T) {
 	for _, span := range []uint64{50, 5000, 200000} {
 		var x orderIndex
-		m := map[uint64]loc{}
+		m := map[uint64]ent{}
 		r := rand.New(rand.NewSource(int64(span)))
 		for i := 0; i < 300000; i++ {
 			id := uint64(r.Int63n(int64(span))) + 1
 			switch r.Intn(3) {
 			case 0, 1:
-				l := loc{sk: uint64(i), px: uint32(id), inst: uint32(i)}
+				l := ent(uint64(i)<<32 | id)
 				x.put(id, l)
 				m[id] = l
 			case 2:
@@ -44,11 +44,11 @@ func TestOrderIndexModel(t *testing.T) {
 func TestOrderIndexAllocs(t *testing.T) {
 	var x orderIndex
 	for id := uint64(1); id <= 10000; id++ {
-		x.put(id, loc{px: 1})
+		x.put(id, ent(1))
 	}
 	n := testing.AllocsPerRun(1000, func() {
 		x.del(77)
-		x.put(77, loc{px: 2})
+		x.put(77, ent(2))
 		x.get(78)
 	})
 	if n != 0 {
@@ -59,7 +59,7 @@ func TestOrderIndexAllocs(t *testing.T) {
 // TestIndexBatchBuild builds indexes from batches whose header count is
 // exact, above what was preallocated (the batches grow towards it), too
 // low (they grow past it) and far too high, and requires every entry to be
-// found with its loc, the table of each segment to be within the load the
+// found with its entry, the table of each segment to be within the load the
 // index keeps, deletes and puts to go on working, and a duplicate id to be
 // reported.
 func TestIndexBatchBuild(t *testing.T) {
@@ -73,13 +73,13 @@ func TestIndexBatchBuild(t *testing.T) {
 		var b indexBatch
 		b.reserve(c.header, c.pre)
 		r := rand.New(rand.NewSource(int64(c.n)))
-		want := map[uint64]loc{}
+		want := map[uint64]ent{}
 		for len(want) < int(c.n) {
 			id := r.Uint64()>>1 + 1
 			if _, ok := want[id]; ok {
 				continue
 			}
-			l := loc{sk: id * 3, px: uint32(id), inst: uint32(len(want))}
+			l := ent(id*3 ^ uint64(len(want))<<40)
 			want[id] = l
 			b.add(id, l)
 		}
@@ -106,7 +106,7 @@ func TestIndexBatchBuild(t *testing.T) {
 			if _, ok := x.get(id); ok {
 				t.Fatalf("%+v: %d still there after del", c, id)
 			}
-			x.put(id, loc{px: 7})
+			x.put(id, ent(7))
 			break
 		}
 		if x.Len() != len(want) {
@@ -116,9 +116,9 @@ func TestIndexBatchBuild(t *testing.T) {
 	var b indexBatch
 	b.reserve(100, 100)
 	for id := uint64(1); id <= 100; id++ {
-		b.add(id, loc{})
+		b.add(id, ent(0))
 	}
-	b.add(42, loc{px: 1})
+	b.add(42, ent(1))
 	var x orderIndex
 	if dup, ok := b.build(&x); ok || dup != 42 {
 		t.Fatalf("build of a batch holding 42 twice: %d %v, want 42 false", dup, ok)
@@ -128,12 +128,12 @@ func TestIndexBatchBuild(t *testing.T) {
 	b = indexBatch{}
 	b.reserve(50_000, 1_000)
 	for id := uint64(1); id <= 20_000; id++ {
-		b.add(id, loc{})
+		b.add(id, ent(0))
 	}
 	if s := indexHash(7) >> 56; len(b.full[s]) == 0 {
 		t.Fatalf("segment %d of id 7 kept no full array", s)
 	}
-	b.add(7, loc{px: 1})
+	b.add(7, ent(1))
 	if dup, ok := b.build(&orderIndex{}); ok || dup != 7 {
 		t.Fatalf("build of a batch holding 7 twice, in two arrays: %d %v, want 7 false", dup, ok)
 	}

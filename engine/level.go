@@ -703,11 +703,18 @@ func (p *levelPool) fill(l *level, orders []order, shift uint8, slab int) {
 }
 
 // needsRebuild reports whether l should be rebuilt after a change: too
-// many chunks for its chunk size, or too few live slots.
+// many chunks for its chunk size, too few live slots, or slot numbers
+// near the bound of an index entry.
 func (l *level) needsRebuild() bool {
 	if l.nchunks() > maxChunks && l.shift < maxShift {
 		return true
 	}
 	sl := l.slots()
-	return sl > 4<<minShift && l.count*4 < int64(sl)
+	return sl > 4<<minShift && l.count*4 < int64(sl) || l.next >= renumberAt
 }
+
+// renumberAt is the next slot at which a level is rebuilt to number its
+// orders from 0 again, so its slot numbers fit an index entry (maxSlots).
+// A level reaches it only after about a billion arrivals at one price
+// with enough of them live that it never fell sparse; tests lower it.
+var renumberAt uint64 = maxSlots - 1

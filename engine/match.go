@@ -181,7 +181,7 @@ func (e *Engine) runTriggers(b *book) {
 			return
 		}
 		b.triggers[si].Delete(t)
-		e.index.del(t.id)
+		e.disarm(t.id)
 		side := Side(si + 1)
 		ref := b.lastTrade
 		if t.ref == RefMark {

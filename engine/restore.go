@@ -136,6 +136,7 @@ func (r *Restorer) fail(format string, args ...any) error {
 func (r *Restorer) uninstall() {
 	empty, e := New(), r.e
 	e.books, e.byID, e.index, e.hwm, e.nextSeq = empty.books, empty.byID, empty.index, empty.hwm, empty.nextSeq
+	e.armed, e.armFree = empty.armed, empty.armFree
 	e.accts, e.acctNo = empty.accts, empty.acctNo
 	e.lp.empties = 0
 	e.lastBook, e.lastHW = nil, nil
@@ -302,7 +303,7 @@ func (r *Restorer) OnResting(instrument uint32, side Side, orderID, account uint
 		// failure, the first in checkOrder's order.
 		sk := packSK(seq, stp, post, side)
 		if orderID == 0 || rb.checkQty(qty) != ReasonNone || seq == 0 || seq >= r.hd.NextSeq || seq > maxSeq ||
-			stp > STPDecrement || r.prevOrder.sk >= sk {
+			stp > STPDecrement || r.prevOrder.sk >= sk || uint64(len(r.runOrd)) >= levelMax {
 			return r.runError(rb, orderID, qty, seq, stp)
 		}
 		var an uint32
@@ -330,6 +331,9 @@ func (r *Restorer) OnResting(instrument uint32, side Side, orderID, account uint
 	r.prevInst, r.prevSide, r.prevOrder = instrument, side, o
 	r.n[2]++
 	if r.runBook == b && r.runSide == si && r.runPrice == price {
+		if uint64(len(r.runOrd)) >= levelMax {
+			return r.levelFull(orderID)
+		}
 		r.runOrd = append(r.runOrd, o)
 		return nil
 	}
@@ -353,8 +357,19 @@ func (r *Restorer) runError(b *book, orderID uint64, qty int64, seq uint64, stp 
 		return r.fail("resting order %d: sequence %d outside [1, %d)", orderID, seq, r.hd.NextSeq)
 	case stp > STPDecrement:
 		return r.fail("resting order %d: bad STP mode %d", orderID, stp)
+	case uint64(len(r.runOrd)) >= levelMax:
+		return r.levelFull(orderID)
 	}
 	return r.fail("resting order %d out of stream order", orderID)
+}
+
+// levelMax is the most orders a restored level holds: its slots, numbered
+// from 0, must fit an index entry (see ent). Tests lower it.
+var levelMax uint64 = maxSlots - 1
+
+// levelFull is the error of a resting order past the most a level holds.
+func (r *Restorer) levelFull(orderID uint64) error {
+	return r.fail("resting order %d: more than %d orders at one price level", orderID, levelMax)
 }
 
 // flushRun adds the current level run, a new level, to its side: orders
@@ -381,8 +396,9 @@ func (r *Restorer) flushRun() {
 	r.e.lp.fill(l, r.runOrd, shiftFor(len(r.runOrd)), restoreSlabBytes)
 	b.occ[si].set(int64(r.runOrd[0].px()))
 	b.n[si] += len(r.runOrd)
+	side := Side(si + 1)
 	for i, o := range r.runOrd {
-		r.ids.add(o.id, restLoc(uint64(i), o.sk, o.px(), b.id))
+		r.ids.add(o.id, restEnt(uint64(i), o.px(), side))
 	}
 	r.runBook = nil
 }
@@ -428,7 +444,8 @@ func (r *Restorer) OnArmedTrigger(instrument uint32, side Side, orderID, account
 		return r.fail("armed trigger %d out of stream order", orderID)
 	}
 	r.prevInst, r.prevSide, r.prevTrigger = instrument, side, t
-	r.ids.add(orderID, loc{sk: t.sk, px: b.ticks(stop), inst: instrument})
+	r.ids.add(orderID, armedEnt(uint64(len(r.st.armed))))
+	r.st.armed = append(r.st.armed, loc{sk: t.sk, px: b.ticks(stop), inst: instrument})
 	b.triggers[sideIndex(side)].ReplaceOrInsert(t)
 	r.n[3]++
 	r.sum += HashTrigger(instrument, side, orderID, account, typ, tif, ref, stop, price, qty, seq, stp, post)
@@ -465,6 +482,7 @@ func (r *Restorer) OnEnd(sources, instruments, orders, triggers uint64, stateHas
 	r.st = nil
 	e := r.e
 	e.books, e.byID, e.index, e.hwm, e.nextSeq = st.books, st.byID, st.index, st.hwm, st.nextSeq
+	e.armed, e.armFree = st.armed, st.armFree
 	e.accts, e.acctNo = st.accts, st.acctNo
 	e.lp.empties = 0 // a restored book keeps no empty level
 	e.lastBook, e.lastHW = nil, nil
