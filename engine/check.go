@@ -166,11 +166,15 @@ func (e *Engine) checkLevel(b *book, si int, l *level) (int, error) {
 		if l.long != nil {
 			maxEpoch = l.long.segs[(l.first+uint64(ci)-l.long.base)/segChunks].epoch
 		}
-		if len(c.s) != 1<<l.shift || c.epoch > maxEpoch {
-			return 0, fmt.Errorf("%s: chunk %d: %d slots (want %d), epoch %d (level's or segment's %d)", where(), l.first+uint64(ci), len(c.s), 1<<l.shift, c.epoch, maxEpoch)
+		start := (l.first + uint64(ci)) << l.shift
+		// A chunk is whole, but for the last one of a chunk size that
+		// starts half-size while its orders fit in half (see halfShift).
+		half := ci == nc-1 && l.shift >= halfShift && l.next-start <= 1<<(l.shift-1) && len(c.s) == 1<<(l.shift-1)
+		if (len(c.s) != 1<<l.shift && !half) || c.epoch > maxEpoch {
+			return 0, fmt.Errorf("%s: chunk %d: %d slots (want %d, or %d for the last chunk while it holds at most that many), epoch %d (level's or segment's %d)",
+				where(), l.first+uint64(ci), len(c.s), 1<<l.shift, 1<<(l.shift-1), c.epoch, maxEpoch)
 		}
 		live := int32(0)
-		start := (l.first + uint64(ci)) << l.shift
 		for s := start; s < start+1<<l.shift && s < l.next; s++ {
 			o := c.s[s-start]
 			if s < l.head {

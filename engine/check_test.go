@@ -255,3 +255,50 @@ func TestCheckCatchesLongForm(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckCatchesHalfChunks builds a level of 20 orders (16-slot chunks,
+// its last chunk half-size with 4 orders) and corrupts the half-size rule:
+// a half-size chunk that is not the last, a last one holding more than
+// its half, and a half-size chunk at a size that is always whole.
+func TestCheckCatchesHalfChunks(t *testing.T) {
+	build := func(t *testing.T) (*Engine, *book, *level) {
+		s := newScript(t)
+		for id := uint64(1); id <= 20; id++ {
+			s.do(limit(id, Buy, 100, 1))
+		}
+		s.do(limit(21, Sell, 105, 1))
+		b := s.e.byID[1]
+		l := b.lmap[0].get(100)
+		if l.shift != 4 || len(l.chunks) != 2 || len(l.chunks[1].s) != 8 {
+			t.Fatalf("level not as wanted: shift %d, %d chunks, last of %d slots", l.shift, len(l.chunks), len(l.chunks[len(l.chunks)-1].s))
+		}
+		return s.e, b, l
+	}
+	cases := []struct {
+		name    string
+		corrupt func(e *Engine, b *book, l *level)
+	}{
+		{"half-size chunk not the last", func(e *Engine, b *book, l *level) { l.chunks[0].s = l.chunks[0].s[:8] }},
+		{"last chunk past its half", func(e *Engine, b *book, l *level) {
+			l.chunks[1].s = append(make([]order, 0, 8), l.chunks[1].s[:4]...)[:8]
+			for i := 4; i < 8; i++ {
+				l.chunks[1].s[i] = order{pa: pxAcct(b.ticks(100), 0), sk: packSK(e.nextSeq+uint64(i), STPNone, false, Buy), id: 100 + uint64(i), qty: 1}
+			}
+			l.next = 16 + 9
+		}},
+		{"half-size chunk of an always whole size", func(e *Engine, b *book, l *level) {
+			a := b.lmap[1].get(105)
+			a.chunks[0].s = a.chunks[0].s[:2]
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e, b, l := build(t)
+			c.corrupt(e, b, l)
+			err := e.Check()
+			if err == nil || !strings.Contains(err.Error(), "slots (want") {
+				t.Fatalf("Check() = %v, want an error about the chunk's slots", err)
+			}
+		})
+	}
+}
