@@ -70,9 +70,10 @@
 // floor, a dense account number, id, quantity, and the arrival sequence
 // packed with its flags) and 16 bytes in the index, a segmented
 // open-addressing table; with the chunk lists, the unused slots of each
-// level's last chunk, level headers and the index's load factor it comes to
-// about 75 B of heap per resting order at 1M orders in levels of about 30
-// and 61 B at 5M (docs/performance.md). Tree nodes come from free lists; levels, chunk
+// level's last chunk (which starts half-size), level headers and the
+// index's load factor it comes to about 68 B of heap per resting order at
+// 1M orders in levels of about 30, 63 B in levels of about 50, and 56-57 B
+// at 5M (docs/performance.md). Tree nodes come from free lists; levels, chunk
 // buffers and chunk lists from pools refilled in slabs, so the matching
 // path allocates nothing in steady state.
 //

@@ -10,6 +10,10 @@ import "math/bits"
 //     level hold 1<<shift slots, so slot s lives in chunk s>>shift at
 //     offset s&(1<<shift-1): finding an order from its index entry costs
 //     O(1), whatever the level's size.
+//   - A level's last chunk, in the chunk sizes of 16 slots and more,
+//     starts with a buffer of half its slots and is given a whole one when
+//     an order arrives past that half (see halfShift): every other chunk's
+//     buffer holds 1<<shift slots. Slots at or past next are never read.
 //   - A new order is appended at slot next. A removed order leaves a
 //     tombstone (id 0; its sequence stays, so the slots stay sorted by
 //     arrival sequence and a partition can seek a sequence by binary
@@ -290,7 +294,7 @@ type levelPool struct {
 	free []*level
 	bufs [chunkClasses][][]order
 	// halves holds the free half-size buffers of each chunk size of at
-	// least 1<<halfMinShift slots: a level's last chunk (see tailBuf).
+	// least 1<<halfShift slots: a level's last chunk (see tailBuf).
 	halves [chunkClasses][][]order
 	lists  [listClasses][][]chunk // empty chunk lists by capacity 4<<class
 	epoch  uint64                 // bumped by every clone
