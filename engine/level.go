@@ -417,6 +417,12 @@ func takeEach(fl *[][]order, size int) []order {
 			*fl = append(*fl, make([]order, size))
 		}
 	}
+	return pop(fl)
+}
+
+// pop removes and returns the last buffer of the free list fl, which must
+// not be empty.
+func pop(fl *[][]order) []order {
 	n := len(*fl)
 	b := (*fl)[n-1]
 	*fl = (*fl)[:n-1]
@@ -433,8 +439,8 @@ func (p *levelPool) bufFrom(shift uint8, slab int) []order {
 // level's last chunk of 1<<shift slots, shift at least halfShift, is given
 // a buffer of half as many (tailBuf) and made whole when an order arrives
 // past its half (push). The unused slots of a level's last chunk, half a
-// chunk on average and about 8 B of heap an order in a book of 1M orders
-// in levels of 30 to 50, fall by half. Smaller chunks are always whole:
+// chunk on average and 5-7 B of heap an order in a book of 1M orders in
+// levels of 30 to 50, fall by half. Smaller chunks are always whole:
 // the levels of the mix's small books (one or two orders) would otherwise
 // copy on most second or third arrivals.
 const halfShift = 4
@@ -463,10 +469,7 @@ func take(fl *[][]order, size, slab int) []order {
 			*fl = append(*fl, slab[i*size:(i+1)*size:(i+1)*size])
 		}
 	}
-	n := len(*fl)
-	b := (*fl)[n-1]
-	*fl = (*fl)[:n-1]
-	return b
+	return pop(fl)
 }
 
 // release gives c's buffer back if the writer owns it.
