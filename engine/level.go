@@ -131,6 +131,23 @@ func shiftFor(n int) uint8 {
 	return s
 }
 
+// restoreShift returns the chunk size a restore lays a level of n orders
+// out in: the smallest that holds them in at most maxChunks chunks, the
+// size the level would have reached by growing one order at a time (a
+// level moves to larger chunks only past maxChunks). shiftFor's headroom
+// would put a level of 33 to 128 orders in 64-slot chunks, of which a
+// level of 40 fills 62%: a restored book of 1M orders in levels of about
+// 31 took 77 B an order against 68 for the same book grown through
+// commands. A restored level that then grows past its maxChunks chunks is
+// rebuilt once, as a grown one is.
+func restoreShift(n int) uint8 {
+	s := uint8(minShift)
+	for s < maxShift && n > maxChunks<<s {
+		s += shiftStep
+	}
+	return s
+}
+
 // chunkAt returns the entry of chunk number k of l (which must be one of
 // l's chunks), for reading.
 func (l *level) chunkAt(k uint64) *chunk {

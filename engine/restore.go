@@ -393,7 +393,7 @@ func (r *Restorer) flushRun() {
 	l := r.e.lp.get(r.runPrice)
 	b.levels[si].ReplaceOrInsert(lvl{price: l.price, l: l})
 	r.sideLv = append(r.sideLv, l)
-	r.e.lp.fill(l, r.runOrd, shiftFor(len(r.runOrd)), restoreSlabBytes)
+	r.e.lp.fill(l, r.runOrd, restoreShift(len(r.runOrd)), restoreSlabBytes)
 	b.occ[si].set(int64(r.runOrd[0].px()))
 	b.n[si] += len(r.runOrd)
 	side := Side(si + 1)
