@@ -670,10 +670,10 @@ func (p *levelPool) addChunk(l *level) {
 // newTail returns the buffer of a chunk of 1<<shift slots that push adds
 // for one order: half-size where the chunk size allows (see halfShift).
 func (p *levelPool) newTail(shift uint8) []order {
-	if shift < halfShift {
-		return p.buf(shift)
+	if shift >= halfShift {
+		return takeEach(&p.halves[classOf(shift)], 1<<(shift-1))
 	}
-	return p.tailBuf(shift, 1, slabBytes)
+	return p.buf(shift)
 }
 
 // push appends o at l's tail, adding it to the totals, and returns its

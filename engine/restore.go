@@ -330,13 +330,8 @@ func (r *Restorer) OnResting(instrument uint32, side Side, orderID, account uint
 	}
 	r.prevInst, r.prevSide, r.prevOrder = instrument, side, o
 	r.n[2]++
-	if r.runBook == b && r.runSide == si && r.runPrice == price {
-		if uint64(len(r.runOrd)) >= levelMax {
-			return r.levelFull(orderID)
-		}
-		r.runOrd = append(r.runOrd, o)
-		return nil
-	}
+	// An order that continues the run took the path above: this one
+	// starts a new run.
 	r.flushRun()
 	r.runBook, r.runSide, r.runPrice = b, si, price
 	r.runOrd = append(r.runOrd[:0], o)
