@@ -54,6 +54,42 @@ func TestMixedZeroAlloc(t *testing.T) {
 	}
 }
 
+// TestCrowdedChurnZeroAlloc: cancelling orders in the middle of a level of
+// 100 and adding them again at its tail, the level's chunks of 64 slots
+// keep entering the long form (a fifth chunk) and leaving it (a rebuild
+// when sparse); in steady state that allocates nothing.
+func TestCrowdedChurnZeroAlloc(t *testing.T) {
+	if invariants.Enabled {
+		t.Skip("the invariants build checks the whole engine after every command")
+	}
+	const n = 100
+	d := NewDriver()
+	price := PassivePrice(engine.Buy, 5)
+	for id := uint64(1); id <= n; id++ {
+		c := NewLimit(id, engine.Buy, price, 1, 1)
+		d.mustApply(&c)
+	}
+	var cxl, add engine.Command
+	k := uint64(0)
+	churn := func() {
+		for range 20_000 {
+			id := n/2 + k%(n/2)
+			cxl, add = Cancel(id), NewLimit(id, engine.Buy, price, 1, 1)
+			if ev := d.Apply(&cxl); ev[0].Kind != engine.EvAccepted {
+				t.Fatalf("cancel %d: %+v", id, ev[0])
+			}
+			if ev := d.Apply(&add); ev[0].Kind != engine.EvAccepted {
+				t.Fatalf("add %d: %+v", id, ev[0])
+			}
+			k++
+		}
+	}
+	churn()
+	if allocs := testing.AllocsPerRun(1, churn); allocs != 0 {
+		t.Errorf("%v allocations in 40,000 commands on a crowded level, want 0", allocs)
+	}
+}
+
 // TestMixedShape checks the generated mix: its proportions, a book held near
 // 1,000 orders on about 750 levels, trades happening, and a replay from
 // Setup reaching the generator's state.

@@ -102,9 +102,9 @@ func (e *Engine) checkSide(b *book, si int) (int, error) {
 		nl++
 		if l.count == 0 {
 			empty++
-			if l.qty != 0 || len(l.chunks) != 0 || l.long != nil || l.head != 0 || l.next != 0 || l.epoch > e.lp.epoch {
+			if l.qty != 0 || l.nc != 0 || l.inl != ([inlChunks]chunk{}) || l.long != nil || l.head != 0 || l.next != 0 || l.epoch > e.lp.epoch {
 				err = fmt.Errorf("engine: instrument %d %s level %d: empty level kept with qty %d, %d chunks, head %d, next %d, epoch %d",
-					b.id, side, l.price, l.qty, len(l.chunks), l.head, l.next, l.epoch)
+					b.id, side, l.price, l.qty, l.nchunks(), l.head, l.next, l.epoch)
 			}
 			return err == nil
 		}
@@ -157,7 +157,8 @@ func (e *Engine) checkLevel(b *book, si int, l *level) (int, error) {
 	if l.next >= maxSlots {
 		return 0, fmt.Errorf("%s: next slot %d past the index entries' %d", where(), l.next, maxSlots-1)
 	}
-	var qty, count int64
+	var qty int64
+	var count int32
 	var prevSK uint64
 	px := b.ticks(l.price)
 	for ci := range nc {
@@ -169,14 +170,16 @@ func (e *Engine) checkLevel(b *book, si int, l *level) (int, error) {
 		start := (l.first + uint64(ci)) << l.shift
 		// A chunk is whole, but for the last one of a chunk size that
 		// starts half-size while its orders fit in half (see halfShift).
-		half := ci == nc-1 && l.shift >= halfShift && l.next-start <= 1<<(l.shift-1) && len(c.s) == 1<<(l.shift-1)
-		if (len(c.s) != 1<<l.shift && !half) || c.epoch > maxEpoch {
-			return 0, fmt.Errorf("%s: chunk %d: %d slots (want %d, or %d for the last chunk while it holds at most that many), epoch %d (level's or segment's %d)",
-				where(), l.first+uint64(ci), len(c.s), 1<<l.shift, 1<<(l.shift-1), c.epoch, maxEpoch)
+		n := int(c.w >> chunkLenBits & 0xff)
+		half := ci == nc-1 && l.shift >= halfShift && l.next-start <= 1<<(l.shift-1) && n == 1<<(l.shift-1)
+		if (n != 1<<l.shift && !half) || c.p == nil || c.epoch() > maxEpoch {
+			return 0, fmt.Errorf("%s: chunk %d: %d slots (want %d, or %d for the last chunk while it holds at most that many), buffer %p, epoch %d (level's or segment's %d)",
+				where(), l.first+uint64(ci), n, 1<<l.shift, 1<<(l.shift-1), c.p, c.epoch(), maxEpoch)
 		}
+		buf := c.buf()
 		live := int32(0)
 		for s := start; s < start+1<<l.shift && s < l.next; s++ {
-			o := c.s[s-start]
+			o := buf[s-start]
 			if s < l.head {
 				if o.id != 0 {
 					return 0, fmt.Errorf("%s: slot %d below head %d holds order %d, not a tombstone", where(), s, l.head, o.id)
@@ -200,8 +203,8 @@ func (e *Engine) checkLevel(b *book, si int, l *level) (int, error) {
 			qty += o.qty
 			count++
 		}
-		if live != c.live {
-			return 0, fmt.Errorf("%s: chunk %d occupancy %d, %d live slots", where(), l.first+uint64(ci), c.live, live)
+		if live != c.live() {
+			return 0, fmt.Errorf("%s: chunk %d occupancy %d, %d live slots", where(), l.first+uint64(ci), c.live(), live)
 		}
 	}
 	if qty != l.qty || count != l.count {
@@ -257,41 +260,30 @@ func (e *Engine) checkTriggers(b *book, si int) (int, error) {
 	return n, err
 }
 
-// checkChunkList checks the form of l's chunk list: a short list of at
-// most segChunks entries, or segments that cover exactly the level's
-// chunks, none newer than the level, with nothing past the last chunk. A
-// list of the inline capacity must be the level's own inline list, whose
-// entries past those in use hold no buffer; a level whose list is elsewhere
-// has a zero inline list.
+// checkChunkList checks the form of l's chunk list: in the short form, at
+// most inlChunks entries of the inline list in use and none past them; in
+// the long form (only of the largest chunk size), an empty inline list and
+// segments that cover exactly the level's chunks, none newer than the
+// level, with nothing past the last chunk.
 func checkChunkList(l *level) error {
-	if l.long == nil && len(l.chunks) > segChunks {
-		return fmt.Errorf("short chunk list of %d entries (at most %d)", len(l.chunks), segChunks)
+	if l.long == nil && l.nc > inlChunks {
+		return fmt.Errorf("short chunk list of %d entries (at most %d)", l.nc, inlChunks)
 	}
-	switch {
-	case l.inlined():
-		if &l.chunks[:1][0] != &l.inl[0] {
-			return fmt.Errorf("a chunk list of the inline capacity outside the level")
-		}
-		for i := len(l.chunks); i < inlChunks; i++ {
-			if l.inl[i].s != nil {
-				return fmt.Errorf("inline chunk entry %d, not in use, holds a buffer", i)
-			}
-		}
-	case cap(l.chunks) > 0 && cap(l.chunks) < inlChunks:
-		return fmt.Errorf("a chunk list of capacity %d, below the inline list's", cap(l.chunks))
-	default:
-		for i, c := range l.inl {
-			if c.s != nil || c.live != 0 || c.epoch != 0 {
-				return fmt.Errorf("inline chunk entry %d is not empty in a level whose list is elsewhere", i)
-			}
+	first := int(l.nc)
+	if l.long != nil {
+		first = 0
+	}
+	for i := first; i < inlChunks; i++ {
+		if l.inl[i] != (chunk{}) {
+			return fmt.Errorf("inline chunk entry %d, not in use, is not empty", i)
 		}
 	}
 	if l.long == nil {
 		return nil
 	}
 	ls := l.long
-	if len(l.chunks) != 0 {
-		return fmt.Errorf("long form with %d entries in its short list", len(l.chunks))
+	if l.nc != 0 || l.shift != maxShift {
+		return fmt.Errorf("long form with %d entries in its inline list, in chunks of %d slots (only the largest, %d, grow long)", l.nc, 1<<l.shift, 1<<maxShift)
 	}
 	if ls.n < 1 || l.first < ls.base || l.first-ls.base >= segChunks {
 		return fmt.Errorf("segments from chunk %d hold %d chunks from chunk %d", ls.base, ls.n, l.first)
@@ -307,7 +299,7 @@ func checkChunkList(l *level) error {
 	}
 	last := ls.segs[len(ls.segs)-1]
 	for i := (end-1)%segChunks + 1; i < segChunks; i++ {
-		if c := last.c[i]; c.s != nil || c.live != 0 || c.epoch != 0 {
+		if last.c[i] != (chunk{}) {
 			return fmt.Errorf("segment entry %d past the last chunk is not empty", i)
 		}
 	}

@@ -35,20 +35,12 @@ func TestCheckCatches(t *testing.T) {
 			l.count, l.qty = 0, 0
 		}},
 		{"empty levels miscounted", "the pool counts", func(e *Engine, b *book) { e.lp.empties++ }},
-		{"chunk list in another level", "inline capacity outside", func(e *Engine, b *book) {
-			l, other := b.lmap[0].get(100), b.lmap[1].get(105)
-			other.inl = l.inl
-			l.chunks = other.inl[:len(l.chunks):inlChunks]
-		}},
-		{"inline entry past the list", "holds a buffer", func(e *Engine, b *book) {
+		{"inline entry past the list", "not in use, is not empty", func(e *Engine, b *book) {
 			l := b.lmap[0].get(100)
-			l.inl[len(l.chunks)].s = make([]order, 1<<l.shift)
+			l.inl[l.nc].set(make([]order, 1<<l.shift), e.lp.epoch, 0)
 		}},
-		{"inline list beside a long one", "list is elsewhere", func(e *Engine, b *book) {
-			l := b.lmap[0].get(100)
-			e.lp.relist(l, 2*inlChunks)
-			l.inl[0].live = 1
-		}},
+		{"inline list past its capacity", "short chunk list", func(e *Engine, b *book) { b.lmap[0].get(100).nc = inlChunks + 1 }},
+		{"chunk without its buffer", "buffer 0x0", func(e *Engine, b *book) { b.lmap[0].get(100).inl[0].p = nil }},
 		{"last book stale", "last book", func(e *Engine, b *book) {
 			nb := *b
 			e.lastBook = &nb
@@ -132,11 +124,11 @@ func TestCheckCatches(t *testing.T) {
 			l := b.lmap[0].get(100)
 			l.at(l.head).qty = 0
 		}},
-		{"chunk occupancy", "occupancy", func(e *Engine, b *book) { b.lmap[0].get(100).chunks[0].live++ }},
-		{"live order below head", "not a tombstone", func(e *Engine, b *book) { b.lmap[0].get(100).chunks[0].s[0].id = 1 }},
+		{"chunk occupancy", "occupancy", func(e *Engine, b *book) { b.lmap[0].get(100).inl[0].w++ }},
+		{"live order below head", "not a tombstone", func(e *Engine, b *book) { b.lmap[0].get(100).inl[0].buf()[0].id = 1 }},
 		{"tombstone at head", "head 0 is a tombstone", func(e *Engine, b *book) { b.lmap[0].get(100).head = 0 }},
 		{"arrival order", "not after", func(e *Engine, b *book) {
-			s := b.lmap[0].get(100).chunks[0].s
+			s := b.lmap[0].get(100).inl[0].buf()
 			s[1].sk, s[2].sk = s[2].sk, s[1].sk
 		}},
 		{"order at another price", "in the level at price", func(e *Engine, b *book) {
@@ -163,11 +155,11 @@ func TestCheckCatches(t *testing.T) {
 		}},
 		{"side count", "order count", func(e *Engine, b *book) { b.n[0]++ }},
 		{"chunk size", "slots (want", func(e *Engine, b *book) {
-			c := &b.lmap[0].get(100).chunks[0]
-			c.s = c.s[:2]
+			c := &b.lmap[0].get(100).inl[0]
+			c.set(c.buf()[:2], c.epoch(), int(c.live()))
 		}},
 		{"chunk list", "chunks cover", func(e *Engine, b *book) { b.lmap[0].get(100).next += 8 }},
-		{"chunk epoch", "epoch", func(e *Engine, b *book) { b.lmap[0].get(100).chunks[0].epoch++ }},
+		{"chunk epoch", "epoch", func(e *Engine, b *book) { b.lmap[0].get(100).inl[0].w += 1 << chunkEpochBits }},
 		{"chunk shift", "bad chunk shift", func(e *Engine, b *book) { b.lmap[0].get(100).shift = 3 }},
 		{"level epoch", "bad chunk shift", func(e *Engine, b *book) { b.lmap[0].get(100).epoch = e.lp.epoch + 1 }},
 		{"cached best bid", "cached best level", func(e *Engine, b *book) { b.bestL[0] = b.lmap[1].get(105) }},
@@ -232,16 +224,21 @@ func TestCheckCatchesLongForm(t *testing.T) {
 		{"segment base after the first chunk", "segments from chunk", func(e *Engine, l *level) { l.long.base = l.first + 1 }},
 		{"segment base a segment too far back", "segments from chunk", func(e *Engine, l *level) { l.long.base = l.first - 1 - segChunks }},
 		{"entry past the last chunk", "past the last chunk", func(e *Engine, l *level) {
-			l.long.segs[1].c[(l.first+uint64(l.long.n))%segChunks].live = 1
+			l.long.segs[1].c[(l.first+uint64(l.long.n))%segChunks].w = 1
 		}},
-		{"short list beside segments", "short list", func(e *Engine, l *level) { l.chunks = append(l.chunks, chunk{}) }},
-		{"chunk newer than its segment", "segment's", func(e *Engine, l *level) { l.long.segs[0].c[5].epoch = l.epoch }},
-		{"chunk occupancy in a segment", "occupancy", func(e *Engine, l *level) { l.long.segs[1].c[0].live-- }},
+		{"inline count beside segments", "long form with", func(e *Engine, l *level) { l.nc = 1 }},
+		{"inline entry beside segments", "not in use, is not empty", func(e *Engine, l *level) { l.inl[0] = *l.chunkAt(l.first) }},
+		{"long form of a smaller chunk size", "long form with", func(e *Engine, l *level) { l.shift = maxShift - shiftStep }},
+		{"chunk newer than its segment", "segment's", func(e *Engine, l *level) {
+			c := &l.long.segs[0].c[5]
+			c.set(c.buf(), l.epoch, int(c.live()))
+		}},
+		{"chunk occupancy in a segment", "occupancy", func(e *Engine, l *level) { l.long.segs[1].c[0].w-- }},
 		{"short list too long", "short chunk list", func(e *Engine, l *level) {
-			for k := range l.long.n {
-				l.chunks = append(l.chunks, *l.chunkAt(l.first + uint64(k)))
+			for k := range inlChunks {
+				l.inl[k] = *l.chunkAt(l.first + uint64(k))
 			}
-			l.long = nil
+			l.nc, l.long = inlChunks+1, nil
 		}},
 	}
 	for _, c := range cases {
@@ -269,8 +266,8 @@ func TestCheckCatchesHalfChunks(t *testing.T) {
 		s.do(limit(21, Sell, 105, 1))
 		b := s.e.byID[1]
 		l := b.lmap[0].get(100)
-		if l.shift != 4 || len(l.chunks) != 2 || len(l.chunks[1].s) != 8 {
-			t.Fatalf("level not as wanted: shift %d, %d chunks, last of %d slots", l.shift, len(l.chunks), len(l.chunks[len(l.chunks)-1].s))
+		if l.shift != 4 || l.nc != 2 || len(l.inl[1].buf()) != 8 {
+			t.Fatalf("level not as wanted: shift %d, %d chunks, last of %d slots", l.shift, l.nc, len(l.inl[l.nc-1].buf()))
 		}
 		return s.e, b, l
 	}
@@ -278,17 +275,22 @@ func TestCheckCatchesHalfChunks(t *testing.T) {
 		name    string
 		corrupt func(e *Engine, b *book, l *level)
 	}{
-		{"half-size chunk not the last", func(e *Engine, b *book, l *level) { l.chunks[0].s = l.chunks[0].s[:8] }},
+		{"half-size chunk not the last", func(e *Engine, b *book, l *level) {
+			c := &l.inl[0]
+			c.set(c.buf()[:8], c.epoch(), int(c.live()))
+		}},
 		{"last chunk past its half", func(e *Engine, b *book, l *level) {
-			l.chunks[1].s = append(make([]order, 0, 8), l.chunks[1].s[:4]...)[:8]
+			c := &l.inl[1]
+			nb := append(make([]order, 0, 8), c.buf()[:4]...)[:8]
 			for i := 4; i < 8; i++ {
-				l.chunks[1].s[i] = order{pa: pxAcct(b.ticks(100), 0), sk: packSK(e.nextSeq+uint64(i), STPNone, false, Buy), id: 100 + uint64(i), qty: 1}
+				nb[i] = order{pa: pxAcct(b.ticks(100), 0), sk: packSK(e.nextSeq+uint64(i), STPNone, false, Buy), id: 100 + uint64(i), qty: 1}
 			}
+			c.set(nb, c.epoch(), 8)
 			l.next = 16 + 9
 		}},
 		{"half-size chunk of an always whole size", func(e *Engine, b *book, l *level) {
-			a := b.lmap[1].get(105)
-			a.chunks[0].s = a.chunks[0].s[:2]
+			c := &b.lmap[1].get(105).inl[0]
+			c.set(c.buf()[:2], c.epoch(), int(c.live()))
 		}},
 	}
 	for _, c := range cases {

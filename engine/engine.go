@@ -184,7 +184,7 @@ func (e *Engine) Depth(instrument uint32, side Side, n int, dst []Level) []Level
 		if l.count == 0 {
 			return true
 		}
-		dst = append(dst, Level{Price: l.price, Qty: l.qty, Count: l.count})
+		dst = append(dst, Level{Price: l.price, Qty: l.qty, Count: int64(l.count)})
 		n--
 		return n > 0
 	}
@@ -321,6 +321,10 @@ func (e *Engine) restOrder(b *book, side Side, price int64, o order) {
 	case l.count == 0:
 		b.empty[si]--
 		e.lp.empties--
+	case l.inlineFull():
+		// A fifth chunk would move the level's chunk list out of line
+		// only for the rebuild after push to move it back.
+		e.rebuild(b, l)
 	}
 	s := e.lp.push(l, o)
 	b.n[si]++
@@ -328,7 +332,7 @@ func (e *Engine) restOrder(b *book, side Side, price int64, o order) {
 		b.filled(si, o.px(), l)
 	}
 	e.index.put(o.id, restEnt(s, o.px(), side))
-	e.touch(b, side, price, l.qty, l.count)
+	e.touch(b, side, price, l.qty, int64(l.count))
 	if l.needsRebuild() {
 		e.rebuild(b, l)
 	}
@@ -350,7 +354,7 @@ func (e *Engine) lift(b *book, side Side, l *level, s uint64) order {
 	si := sideIndex(side)
 	o := e.lp.pop(l, s)
 	b.n[si]--
-	e.touch(b, side, l.price, l.qty, l.count)
+	e.touch(b, side, l.price, l.qty, int64(l.count))
 	switch {
 	case l.count == 0:
 		b.drained(si, o.px(), l)
@@ -367,7 +371,7 @@ func (e *Engine) setQty(b *book, side Side, l *level, s uint64, qty int64) {
 	ws := e.lp.wslot(l, s)
 	l.qty += qty - ws.qty
 	ws.qty = qty
-	e.touch(b, side, l.price, l.qty, l.count)
+	e.touch(b, side, l.price, l.qty, int64(l.count))
 }
 
 // rebuild copies the live orders of l, a writable level, into new chunks

@@ -1,7 +1,5 @@
 package engine
 
-import "math/bits"
-
 // A price level holds its resting orders itself, in arrival order, in a
 // FIFO of fixed-size order slots grouped in chunks:
 //
@@ -59,15 +57,7 @@ const (
 	chunkClasses = (maxShift-minShift)/shiftStep + 1
 )
 
-// chunk is a run of 1<<shift order slots of one level.
-type chunk struct {
-	s     []order // len 1<<shift
-	epoch uint64
-	live  int32 // live (non-tombstone) slots below the level's next
-}
-
-// segChunks is the number of chunk entries of a segment, and the most a
-// level keeps in its short list.
+// segChunks is the number of chunk entries of a segment.
 const segChunks = 32
 
 // chunkSeg is a segment of a long level's chunk entries.
@@ -76,26 +66,26 @@ type chunkSeg struct {
 	epoch uint64
 }
 
-// level is one price level: its totals and its orders.
+// level is one price level: its totals and its orders. 128 bytes: its
+// header is the heap a level costs beside its chunks' slots, 4 B an order
+// in a book of levels of about 30 (docs/performance.md).
 type level struct {
 	price int64
 	qty   int64
-	count int64
 	epoch uint64
 	head  uint64 // first live slot (== next when empty)
 	next  uint64 // slot the next appended order takes
 	first uint64 // chunk number of the first chunk
+	count int32  // live orders; fewer than maxSlots
 	shift uint8
-	// Short form (long == nil): chunks holds the entries of chunks first
-	// to first+len(chunks)-1. Long form: long holds them, and chunks is
-	// empty.
-	chunks []chunk
-	// inl is the short list of a level of at most inlChunks chunks (nearly
-	// every level): chunks then lies in the level itself, so finding a
-	// chunk reads no other memory than the level's first two cache lines
-	// (the fields above and inl[0] fill 128 bytes). A list of capacity
-	// inlChunks is always the level's own inl; a longer list is its own
-	// allocation, and inl is then zero.
+	// nc is the number of entries of inl in use: in the short form (long
+	// == nil), inl[:nc] holds the entries of chunks first to first+nc-1,
+	// and finding a chunk reads no memory but the level's two cache lines.
+	// A level of more than inlChunks chunks (only one of the largest chunk
+	// size: a smaller one is rebuilt into larger chunks before it grows a
+	// fifth, see Engine.restOrder) is in the long form: long holds its
+	// entries, and nc is 0.
+	nc   uint8
 	inl  [inlChunks]chunk
 	long *segList
 }
@@ -152,7 +142,7 @@ func restoreShift(n int) uint8 {
 // l's chunks), for reading.
 func (l *level) chunkAt(k uint64) *chunk {
 	if l.long == nil {
-		return &l.chunks[k-l.first]
+		return &l.inl[k-l.first]
 	}
 	i := k - l.long.base
 	return &l.long.segs[i/segChunks].c[i%segChunks]
@@ -161,14 +151,14 @@ func (l *level) chunkAt(k uint64) *chunk {
 // nchunks returns the number of l's chunks.
 func (l *level) nchunks() int {
 	if l.long == nil {
-		return len(l.chunks)
+		return int(l.nc)
 	}
 	return l.long.n
 }
 
 // at returns slot s of l (which must lie in l's chunks), for reading.
 func (l *level) at(s uint64) *order {
-	return &l.chunkAt(s >> l.shift).s[s&(1<<l.shift-1)]
+	return &l.chunkAt(s >> l.shift).buf()[s&(1<<l.shift-1)]
 }
 
 // slots returns the number of slots l's chunks hold.
@@ -196,8 +186,8 @@ func (l *level) walk(from, to uint64, fn func(order) bool) bool {
 	for s := from; s < to; {
 		c := l.chunkAt(s >> l.shift)
 		end := min(to, (s|mask)+1)
-		if c.live > 0 {
-			for _, o := range c.s[s&mask : s&mask+(end-s)] {
+		if c.live() > 0 {
+			for _, o := range c.buf()[s&mask : s&mask+(end-s)] {
 				if o.id != 0 && !fn(o) {
 					return false
 				}
@@ -218,12 +208,12 @@ func (l *level) walkRuns(from, to uint64, fn func([]order) bool) bool {
 	for s := from; s < to; {
 		c := l.chunkAt(s >> l.shift)
 		end := min(to, (s|mask)+1)
-		if c.live > 0 {
-			os := c.s[s&mask : s&mask+(end-s)]
+		if live := c.live(); live > 0 {
+			os := c.buf()[s&mask : s&mask+(end-s)]
 			// A range that holds all of the chunk's slots from the
 			// level's head to its next, with as many live orders as
 			// slots, is one run: no slot to scan.
-			if start := s &^ mask; (s == start || s == l.head) && (end == start+mask+1 || end == l.next) && uint64(c.live) == end-s {
+			if start := s &^ mask; (s == start || s == l.head) && (end == start+mask+1 || end == l.next) && uint64(live) == end-s {
 				if !fn(os) {
 					return false
 				}
@@ -269,8 +259,8 @@ func (l *level) walkRunsAhead(from, to uint64, fn func([]order) bool) bool {
 	for s := from; s < to; {
 		k := s >> l.shift
 		if k+1 >= ahead && k+1 <= last {
-			if c := l.chunkAt(k + 1); len(c.s) > 0 {
-				prefetchOrders(&c.s[0], len(c.s)*32)
+			if c := l.chunkAt(k + 1); c.p != nil {
+				prefetchOrders(c.p, len(c.buf())*32)
 			}
 		}
 		end := min(to, (k+1)<<l.shift)
@@ -288,8 +278,8 @@ func (l *level) rankSlot(r int64) uint64 {
 	mask := uint64(1)<<l.shift - 1
 	for s := l.head; ; {
 		c := l.chunkAt(s >> l.shift)
-		if int64(c.live) <= r {
-			r -= int64(c.live)
+		if live := int64(c.live()); live <= r {
+			r -= live
 			s = (s | mask) + 1
 			continue
 		}
@@ -313,83 +303,16 @@ type levelPool struct {
 	// halves holds the free half-size buffers of each chunk size of at
 	// least 1<<halfShift slots: a level's last chunk (see tailBuf).
 	halves [chunkClasses][][]order
-	lists  [listClasses][][]chunk // empty chunk lists by capacity 4<<class
-	epoch  uint64                 // bumped by every clone
+	// segs and lists recycle the segments and segment lists of the
+	// writer's levels in the long form: a level of the largest chunks
+	// that churns enters the long form as it grows a fifth chunk and
+	// leaves it when it is rebuilt sparse, without allocating each time.
+	segs  []*chunkSeg
+	lists []*segList
+	epoch uint64 // bumped by every clone
 	// empties is the number of empty levels the engine's books keep (the
 	// sum of their book.empty); see book.emptied.
 	empties int
-}
-
-// listClasses is the number of chunk-list capacities: 4 to segChunks
-// chunks, all a short list can hold. Capacity 4 (class 0) is a level's
-// inline list, never pooled; lists of 8 and more are.
-const listClasses = 4
-
-// grow gives l, the writer's, a chunk list with room for one more chunk,
-// from the pool when it can, and pools the old one: the writer's level
-// owns its list (a frozen view's level has a list of its own).
-func (p *levelPool) grow(l *level) {
-	p.relist(l, max(4, 2*cap(l.chunks)))
-}
-
-// relist gives l, the writer's, a chunk list of capacity c (a power of two,
-// at least 4 and len(l.chunks)) holding its chunks, from the pool when it
-// can, and pools the old one.
-func (p *levelPool) relist(l *level, c int) {
-	k := bits.Len(uint(c>>2)) - 1
-	var nl []chunk
-	if c <= inlChunks {
-		nl = l.inl[:0:inlChunks]
-		if l.inlined() {
-			return
-		}
-	} else if k < listClasses {
-		fl := &p.lists[k]
-		if len(*fl) == 0 {
-			n := max(1, slabBytes/(40*c))
-			slab := make([]chunk, n*c)
-			for i := range n {
-				*fl = append(*fl, slab[i*c:i*c:(i+1)*c])
-			}
-		}
-		nl = (*fl)[len(*fl)-1]
-		*fl = (*fl)[:len(*fl)-1]
-	} else {
-		nl = make([]chunk, 0, c)
-	}
-	old, inl := l.chunks, l.inlined()
-	nl = append(nl, l.chunks...)
-	l.chunks = nl
-	if inl {
-		clear(l.inl[:])
-		return
-	}
-	p.poolList(old)
-}
-
-// inlined reports whether l's short list is its inline one.
-func (l *level) inlined() bool { return cap(l.chunks) == inlChunks }
-
-// poolList keeps a chunk list that no level uses any more for reuse, if it
-// is one of the pooled capacities.
-func (p *levelPool) poolList(old []chunk) {
-	if oc := cap(old); oc > inlChunks && oc&(oc-1) == 0 {
-		if k := bits.Len(uint(oc>>2)) - 1; k < listClasses && len(p.lists[k]) < 1024 {
-			clear(old[:oc])
-			p.lists[k] = append(p.lists[k], old[:0])
-		}
-	}
-}
-
-// listCap returns the chunk-list capacity a level of n chunks is given
-// when it is laid out afresh: the smallest power of two, at least 4, that
-// holds n.
-func listCap(n int) int {
-	c := 4
-	for c < n {
-		c *= 2
-	}
-	return c
 }
 
 func classOf(shift uint8) int { return int(shift-minShift) / shiftStep }
@@ -398,7 +321,7 @@ func classOf(shift uint8) int { return int(shift-minShift) / shiftStep }
 func maxFreeBufs(shift uint8) int { return (512 << 10) / (32 << shift) }
 
 // slabBytes is the size of one allocation that refills an empty free
-// list: buffers, levels and short chunk lists are carved from slabs, so a
+// list: buffers and levels are carved from slabs, so a
 // book that grows allocates once per slab, not once per level or chunk.
 const slabBytes = 8 << 10
 
@@ -519,10 +442,10 @@ const growKeepBufs = 256
 // releaseUpTo gives c's buffer back if the writer owns it and the free
 // list of its size holds fewer than limit buffers.
 func (p *levelPool) releaseUpTo(c *chunk, shift uint8, limit int) {
-	if c.epoch == p.epoch {
-		p.putBuf(c.s, shift, limit)
+	if c.epoch() == p.epoch {
+		p.putBuf(c.buf(), shift, limit)
 	}
-	c.s = nil
+	c.p, c.w = nil, 0
 }
 
 func (p *levelPool) get(price int64) *level {
@@ -534,32 +457,30 @@ func (p *levelPool) get(price int64) *level {
 	}
 	l := p.free[len(p.free)-1]
 	p.free = p.free[:len(p.free)-1]
-	if !l.inlined() {
-		p.poolList(l.chunks)
-	}
 	*l = level{price: price, epoch: p.epoch, shift: minShift}
-	l.chunks = l.inl[:0:inlChunks]
 	return l
 }
 
 // releaseAll gives back the buffers of l's chunks that the writer owns,
 // keeping at most limit buffers a size, and leaves l, the writer's, with
-// no chunks, in the short form. It writes no segment: a segment a frozen
-// view may see holds only chunks the writer does not own (a chunk written
-// since the latest clone sits in a segment copied since then).
+// no chunks, in the short form. It writes no segment a frozen view may
+// see: such a segment holds only chunks the writer does not own (a chunk
+// written since the latest clone sits in a segment copied since then),
+// and only the segments the writer owns are recycled (putSeg).
 func (p *levelPool) releaseAll(l *level, limit int) {
 	if l.long == nil {
-		for i := range l.chunks {
-			p.releaseUpTo(&l.chunks[i], l.shift, limit)
+		for i := range l.nc {
+			p.releaseUpTo(&l.inl[i], l.shift, limit)
 		}
-		l.chunks = l.chunks[:0]
+		l.nc = 0
 		return
 	}
 	for k := l.first; k < l.first+uint64(l.long.n); k++ {
-		if c := l.chunkAt(k); c.epoch == p.epoch {
-			p.putBuf(c.s, l.shift, limit)
+		if c := l.chunkAt(k); c.epoch() == p.epoch {
+			p.putBuf(c.buf(), l.shift, limit)
 		}
 	}
+	p.putList(l.long)
 	l.long = nil
 }
 
@@ -581,20 +502,64 @@ func (p *levelPool) put(l *level) {
 	}
 }
 
+// maxFreeSegs bounds the free segments and segment lists kept.
+const maxFreeSegs = 64
+
+// newSeg returns an empty segment of the writer's epoch.
+func (p *levelPool) newSeg() *chunkSeg {
+	if n := len(p.segs); n > 0 {
+		g := p.segs[n-1]
+		p.segs = p.segs[:n-1]
+		g.epoch = p.epoch
+		return g
+	}
+	return &chunkSeg{epoch: p.epoch}
+}
+
+// putSeg keeps g, a segment no level uses any more, for reuse if the
+// writer owns it (no frozen view may see it).
+func (p *levelPool) putSeg(g *chunkSeg) {
+	if g.epoch == p.epoch && len(p.segs) < maxFreeSegs {
+		*g = chunkSeg{}
+		p.segs = append(p.segs, g)
+	}
+}
+
+// newList returns an empty segment list from chunk number base.
+func (p *levelPool) newList(base uint64) *segList {
+	if n := len(p.lists); n > 0 {
+		ls := p.lists[n-1]
+		p.lists = p.lists[:n-1]
+		ls.base = base
+		return ls
+	}
+	return &segList{base: base}
+}
+
+// putList keeps ls, the segment list of a writer's level that leaves the
+// long form (a writer's level's list is its own, see segList), and the
+// segments of it the writer owns, for reuse.
+func (p *levelPool) putList(ls *segList) {
+	for i, g := range ls.segs {
+		p.putSeg(g)
+		ls.segs[i] = nil
+	}
+	ls.segs, ls.n = ls.segs[:0], 0
+	if len(p.lists) < maxFreeSegs {
+		p.lists = append(p.lists, ls)
+	}
+}
+
 // copyLevel returns the writer's copy of a level a frozen view may see:
-// the totals and the short chunk list or the list of segment pointers; the
-// segments and chunks stay shared until written.
+// the totals and the inline chunk list or the list of segment pointers;
+// the segments and chunks stay shared until written.
 func (p *levelPool) copyLevel(l *level) *level {
 	c := p.get(l.price)
 	*c = *l
-	c.chunks, c.epoch = c.inl[:0:inlChunks], p.epoch
-	if len(l.chunks) > inlChunks {
-		c.inl = [inlChunks]chunk{}
-		p.relist(c, listCap(len(l.chunks)))
-	}
-	c.chunks = append(c.chunks, l.chunks...)
+	c.epoch = p.epoch
 	if l.long != nil {
-		c.long = &segList{segs: append(make([]*chunkSeg, 0, len(l.long.segs)+1), l.long.segs...), base: l.long.base, n: l.long.n}
+		c.long = p.newList(l.long.base)
+		c.long.segs, c.long.n = append(c.long.segs, l.long.segs...), l.long.n
 	}
 	return c
 }
@@ -604,9 +569,8 @@ func (p *levelPool) copyLevel(l *level) *level {
 func (p *levelPool) wseg(l *level, j uint64) *chunkSeg {
 	g := l.long.segs[j]
 	if g.epoch != p.epoch {
-		ng := new(chunkSeg)
-		*ng = *g
-		ng.epoch = p.epoch
+		ng := p.newSeg()
+		ng.c = g.c
 		l.long.segs[j] = ng
 		g = ng
 	}
@@ -619,51 +583,44 @@ func (p *levelPool) wseg(l *level, j uint64) *chunkSeg {
 func (p *levelPool) wchunk(l *level, k uint64) *chunk {
 	var c *chunk
 	if l.long == nil {
-		c = &l.chunks[k-l.first]
+		c = &l.inl[k-l.first]
 	} else {
 		i := k - l.long.base
 		c = &p.wseg(l, i/segChunks).c[i%segChunks]
 	}
-	if c.epoch != p.epoch {
+	if c.epoch() != p.epoch {
 		b := p.buf(l.shift)
-		copy(b, c.s)
-		c.s, c.epoch = b, p.epoch
+		copy(b, c.buf())
+		c.setBuf(b, p.epoch)
 	}
 	return c
 }
 
 // wslot returns slot s of l for writing.
 func (p *levelPool) wslot(l *level, s uint64) *order {
-	return &p.wchunk(l, s>>l.shift).s[s&(1<<l.shift-1)]
+	return &p.wchunk(l, s>>l.shift).buf()[s&(1<<l.shift-1)]
 }
 
 // addChunk appends an empty chunk to l, the writer's, moving it to the
-// long form when its short list is full.
+// long form when its inline list is full.
 func (p *levelPool) addChunk(l *level) {
-	// The new entry's fields are stored in place (as in Engine.event): an
-	// entry built apart and copied in is a store-forwarding stall.
 	if l.long == nil {
-		if n := len(l.chunks); n < segChunks {
-			if n == cap(l.chunks) {
-				p.grow(l)
-			}
-			l.chunks = l.chunks[:n+1]
-			c := &l.chunks[n]
-			c.s, c.epoch, c.live = p.newTail(l.shift), p.epoch, 0
+		if n := l.nc; n < inlChunks {
+			l.inl[n].set(p.newTail(l.shift), p.epoch, 0)
+			l.nc++
 			return
 		}
-		g := &chunkSeg{epoch: p.epoch}
-		copy(g.c[:], l.chunks)
-		clear(l.chunks)
-		l.long = &segList{segs: []*chunkSeg{g}, base: l.first, n: len(l.chunks)}
-		l.chunks = l.chunks[:0]
+		g := p.newSeg()
+		copy(g.c[:], l.inl[:])
+		l.inl, l.nc = [inlChunks]chunk{}, 0
+		l.long = p.newList(l.first)
+		l.long.segs, l.long.n = append(l.long.segs, g), inlChunks
 	}
 	i := l.first + uint64(l.long.n) - l.long.base
 	if i/segChunks == uint64(len(l.long.segs)) {
-		l.long.segs = append(l.long.segs, &chunkSeg{epoch: p.epoch})
+		l.long.segs = append(l.long.segs, p.newSeg())
 	}
-	c := &p.wseg(l, i/segChunks).c[i%segChunks]
-	c.s, c.epoch, c.live = p.newTail(l.shift), p.epoch, 0
+	p.wseg(l, i/segChunks).c[i%segChunks].set(p.newTail(l.shift), p.epoch, 0)
 	l.long.n++
 }
 
@@ -686,15 +643,16 @@ func (p *levelPool) push(l *level, o order) uint64 {
 	}
 	c := p.wchunk(l, k)
 	i := s & (1<<l.shift - 1)
-	if i == uint64(len(c.s)) {
+	if i == uint64(c.len()) {
 		// The last chunk's half is full: it becomes whole.
 		b := p.buf(l.shift)
-		copy(b, c.s)
-		p.putBuf(c.s, l.shift, maxFreeBufs(l.shift))
-		c.s = b
+		old := c.buf()
+		copy(b, old)
+		p.putBuf(old, l.shift, maxFreeBufs(l.shift))
+		c.setBuf(b, p.epoch)
 	}
-	c.s[i] = o
-	c.live++
+	c.buf()[i] = o
+	c.addLive(1)
 	l.next++
 	l.qty += o.qty
 	l.count++
@@ -705,10 +663,10 @@ func (p *levelPool) push(l *level, o order) uint64 {
 // leaves a tombstone and returns the order. l must be the writer's.
 func (p *levelPool) pop(l *level, s uint64) order {
 	c := p.wchunk(l, s>>l.shift)
-	ws := &c.s[s&(1<<l.shift-1)]
+	ws := &c.buf()[s&(1<<l.shift-1)]
 	o := *ws
 	ws.id = 0
-	c.live--
+	c.addLive(-1)
 	l.qty -= o.qty
 	l.count--
 	if s != l.head {
@@ -718,7 +676,7 @@ func (p *levelPool) pop(l *level, s uint64) order {
 	mask := uint64(1)<<l.shift - 1
 	for l.head < l.next {
 		c := l.chunkAt(l.head >> l.shift)
-		if c.live == 0 {
+		if c.live() == 0 {
 			l.head = (l.head | mask) + 1
 		} else if l.at(l.head).id == 0 {
 			l.head++
@@ -734,15 +692,15 @@ func (p *levelPool) pop(l *level, s uint64) order {
 		p.dropSegs(l)
 		return o
 	}
-	drop := 0
-	for drop < len(l.chunks)-1 && (l.first+uint64(drop)+1)<<l.shift <= l.head {
-		p.release(&l.chunks[drop], l.shift)
+	drop := uint8(0)
+	for drop+1 < l.nc && (l.first+uint64(drop)+1)<<l.shift <= l.head {
+		p.release(&l.inl[drop], l.shift)
 		drop++
 	}
 	if drop > 0 {
-		n := copy(l.chunks, l.chunks[drop:])
-		clear(l.chunks[n:])
-		l.chunks = l.chunks[:n]
+		n := copy(l.inl[:], l.inl[drop:l.nc])
+		clear(l.inl[n:])
+		l.nc = uint8(n)
 		l.first += uint64(drop)
 	}
 	return o
@@ -761,6 +719,7 @@ func (p *levelPool) dropSegs(l *level) {
 		l.first++
 		l.long.n--
 		if l.first-l.long.base == segChunks {
+			p.putSeg(l.long.segs[0])
 			n := copy(l.long.segs, l.long.segs[1:])
 			l.long.segs[n] = nil
 			l.long.segs = l.long.segs[:n]
@@ -774,20 +733,16 @@ func (p *levelPool) dropSegs(l *level) {
 // adding them to the totals. New buffers come in slabs of slab bytes
 // (slabBytes, or restoreSlabBytes for a restore).
 //
-// A level of at most segChunks chunks gets a chunk list fitted to them
-// (see listCap), so a level that grew a long list at a smaller chunk size
-// does not keep it: a list entry is 40 bytes a chunk. A longer one is laid
-// out in the long form.
+// A level of at most inlChunks chunks keeps them in its inline list; a
+// longer one is laid out in the long form.
 func (p *levelPool) fill(l *level, orders []order, shift uint8, slab int) {
 	l.shift, l.first, l.head, l.next = shift, 0, 0, 0
 	n := (len(orders) + 1<<shift - 1) >> shift
-	if n > segChunks {
-		l.long = &segList{segs: make([]*chunkSeg, (n+segChunks-1)/segChunks)}
-		for j := range l.long.segs {
-			l.long.segs[j] = &chunkSeg{epoch: p.epoch}
+	if n > inlChunks {
+		l.long = p.newList(0)
+		for range (n + segChunks - 1) / segChunks {
+			l.long.segs = append(l.long.segs, p.newSeg())
 		}
-	} else if c := listCap(n); cap(l.chunks) != c {
-		p.relist(l, c)
 	}
 	for len(orders) > 0 {
 		b := p.tailBuf(shift, len(orders), slab)
@@ -795,21 +750,28 @@ func (p *levelPool) fill(l *level, orders []order, shift uint8, slab int) {
 		clear(b[n:])
 		var c *chunk
 		if l.long == nil {
-			k := len(l.chunks)
-			l.chunks = l.chunks[:k+1] // fitted above: listCap(n) entries
-			c = &l.chunks[k]
+			c = &l.inl[l.nc]
+			l.nc++
 		} else {
 			c = &l.long.segs[l.long.n/segChunks].c[l.long.n%segChunks]
 			l.long.n++
 		}
-		c.s, c.epoch, c.live = b, p.epoch, int32(n)
+		c.set(b, p.epoch, n)
 		for _, o := range orders[:n] {
 			l.qty += o.qty
 		}
 		orders = orders[n:]
 		l.next += uint64(n)
-		l.count += int64(n)
+		l.count += int32(n)
 	}
+}
+
+// inlineFull reports whether the next order appended to l would take a
+// fifth chunk in a chunk size below the largest: l is then rebuilt
+// first, in larger chunks, rather than moved to the long form for the
+// one order that needsRebuild would rebuild it after.
+func (l *level) inlineFull() bool {
+	return l.long == nil && l.nc == inlChunks && l.shift < maxShift && l.next>>l.shift == l.first+inlChunks
 }
 
 // needsRebuild reports whether l should be rebuilt after a change: too
@@ -820,7 +782,7 @@ func (l *level) needsRebuild() bool {
 		return true
 	}
 	sl := l.slots()
-	return sl > 4<<minShift && l.count*4 < int64(sl) || l.next >= renumberAt
+	return sl > 4<<minShift && int(l.count)*4 < sl || l.next >= renumberAt
 }
 
 // renumberAt is the next slot at which a level is rebuilt to number its

@@ -2,26 +2,55 @@ package engine
 
 import "testing"
 
-// TestRebuildFitsChunkList: a level rebuilt into larger chunks does not
-// keep the chunk list it grew at the smaller size (40 bytes a chunk of
-// heap per level otherwise).
-func TestRebuildFitsChunkList(t *testing.T) {
+// TestGrowthStaysInline: a level of the smallest chunk size that is full
+// (maxChunks chunks) is rebuilt into larger chunks before its next order,
+// not moved to the long form for that one order and rebuilt after it: the
+// order allocates nothing once the pools are warm.
+func TestGrowthStaysInline(t *testing.T) {
 	e := New()
 	e.Apply(&Command{Kind: CmdDefineInstrument, Source: 1, Seq: 1, Instrument: 1, Tick: 1, Lot: 1, MinPrice: 1, MaxPrice: 1000})
-	n := maxChunks<<minShift + 1 // one order past maxChunks chunks of the smallest size
-	for id := 1; id <= n; id++ {
-		c := Command{Kind: CmdNewOrder, Source: 1, Seq: uint64(id + 1), Instrument: 1, OrderID: uint64(id), Account: 1, Side: Buy,
-			Type: Limit, TIF: GTC, Price: 100, Qty: 1}
+	seq, id := uint64(1), uint64(0)
+	var c Command // one command, reused: the measured call allocates no command
+	order := func(side Side, price int64) {
+		seq++
+		id++
+		c = Command{Kind: CmdNewOrder, Source: 1, Seq: seq, Instrument: 1, OrderID: id, Account: 1, Side: side,
+			Type: Limit, TIF: GTC, Price: price, Qty: 1}
 		if ev := e.Apply(&c); ev[0].Kind != EvAccepted {
 			t.Fatalf("order %d: %+v", id, ev[0])
 		}
 	}
-	l := e.byID[1].lmap[0].get(100)
-	if l.shift == minShift {
-		t.Fatalf("level of %d orders was not rebuilt into larger chunks", n)
+	add := func(price int64) { order(Buy, price) }
+	// Asks far away give every segment of the order index its table, so
+	// the measured order's entry allocates none.
+	for range 4096 {
+		order(Sell, 900)
 	}
-	if want := listCap(len(l.chunks)); cap(l.chunks) != want {
-		t.Fatalf("level of %d chunks keeps a chunk list of capacity %d, want %d", len(l.chunks), cap(l.chunks), want)
+	const full = maxChunks << minShift
+	// Two levels of full orders: AllocsPerRun's warm-up call grows the
+	// first, its measured call the second.
+	for range full {
+		add(100)
+		add(101)
+	}
+	b := e.byID[1]
+	for _, p := range []int64{100, 101} {
+		if l := b.lmap[0].get(p); l.shift != minShift || !l.inlineFull() {
+			t.Fatalf("level %d: shift %d, %d chunks, next %d: not a full level of the smallest chunks", p, l.shift, l.nc, l.next)
+		}
+	}
+	price := int64(99)
+	allocs := testing.AllocsPerRun(1, func() {
+		price++
+		add(price)
+	})
+	for _, p := range []int64{100, 101} {
+		if l := b.lmap[0].get(p); l.shift == minShift || l.long != nil {
+			t.Fatalf("level %d of %d orders: shift %d, long form %v; want larger chunks in the inline list", p, l.count, l.shift, l.long != nil)
+		}
+	}
+	if allocs != 0 {
+		t.Fatalf("growing a full level allocates %.0f times, want 0", allocs)
 	}
 	if err := e.Check(); err != nil {
 		t.Fatal(err)

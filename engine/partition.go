@@ -129,8 +129,12 @@ type orderWalk struct {
 	// q holds the levels admitted and not yet walked, the k-th admitted
 	// at q[k&(len(q)-1)]; k counts the levels admitted. A ring, not a
 	// shifted array: escape analysis would take a copy within q for a
-	// leak of everything the walk points to.
-	q [4]*level
+	// leak of everything the walk points to. It lies outside the walk
+	// (run's own, on its stack) for the same reason: a level's chunk
+	// buffers flow to fn, and a level held in the walk itself would make
+	// escape analysis move what fn and runs point to (the snapshot's
+	// emitter) to the heap.
+	q *[4]*level
 	k uint
 }
 
@@ -157,31 +161,28 @@ func (w *orderWalk) visit(it lvl) bool {
 	}
 	prefetchLevel(it.l, 2*64)
 	const mask = uint(len(w.q) - 1)
-	if l := w.q[(w.k-1)&mask]; l != nil {
-		if l.long == nil {
-			if len(l.chunks) > 0 {
-				prefetchChunks(&l.chunks[0], len(l.chunks)*40)
-			}
-		} else {
-			prefetchChunks(l.chunkAt(l.first), int(segChunks-(l.first-l.long.base))*40)
+	q := w.q
+	if l := q[(w.k-1)&mask]; l != nil {
+		if l.long != nil {
+			prefetchChunks(l.chunkAt(l.first), int(segChunks-(l.first-l.long.base))*16)
 		}
 	}
-	if l := w.q[(w.k-2)&mask]; l != nil {
+	if l := q[(w.k-2)&mask]; l != nil {
 		budget := prefetchChunkBytes
 		for k, end := l.first, l.first+uint64(l.nchunks()); k < end; k++ {
 			c := l.chunkAt(k)
-			n := min(budget, len(c.s)*32)
+			n := min(budget, len(c.buf())*32)
 			if n == 0 {
 				break
 			}
-			prefetchOrders(&c.s[0], n)
+			prefetchOrders(c.p, n)
 			budget -= n
 		}
 	}
-	if l := w.q[(w.k-walkLag)&mask]; l != nil && !w.level(l) {
+	if l := q[(w.k-walkLag)&mask]; l != nil && !w.level(l) {
 		return false
 	}
-	w.q[w.k&mask] = it.l
+	q[w.k&mask] = it.l
 	w.k++
 	return !(w.hasTo && px == w.to.px())
 }
@@ -210,7 +211,11 @@ func (w *orderWalk) level(l *level) bool {
 	return true
 }
 
-func (w *orderWalk) run(t *btree.BTreeG[lvl]) {
+// run walks the side whose level tree is t. It takes the walk by value:
+// the ring it points the walk at then lives on run's stack (see q).
+func (w orderWalk) run(t *btree.BTreeG[lvl]) {
+	var q [4]*level
+	w.q, w.k = &q, 0
 	visit := w.visit
 	if w.hasFrom {
 		t.AscendGreaterOrEqual(lvl{price: w.b.price(w.from.px())}, visit)
@@ -218,11 +223,10 @@ func (w *orderWalk) run(t *btree.BTreeG[lvl]) {
 		t.Ascend(visit)
 	}
 	for i := uint(walkLag); i > 0 && !w.stopped; i-- {
-		if l := w.q[(w.k-i)&uint(len(w.q)-1)]; l != nil {
+		if l := q[(w.k-i)&uint(len(q)-1)]; l != nil {
 			w.level(l)
 		}
 	}
-	w.q, w.k = [4]*level{}, 0
 }
 
 // walkOrders calls fn with every resting order of side si in price-time

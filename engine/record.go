@@ -72,11 +72,12 @@ type RestingRun struct {
 }
 
 // Len returns the number of records in the run (at least 1).
-func (r RestingRun) Len() int { return len(r.orders) }
+func (r *RestingRun) Len() int { return len(r.orders) }
 
 // At returns the fields of the run's i-th record, 0 <= i < Len(); the
-// instrument, side and price are the run's.
-func (r RestingRun) At(i int) (orderID, account uint64, qty int64, seq uint64, stp STP, post bool) {
+// instrument, side and price are the run's. Its receiver is a pointer,
+// so a loop over a run's records copies no run.
+func (r *RestingRun) At(i int) (orderID, account uint64, qty int64, seq uint64, stp STP, post bool) {
 	o := &r.orders[i]
 	return o.id, r.accts[o.acct()], o.qty, skSeq(o.sk), skSTPOf(o.sk), skPostOf(o.sk)
 }

@@ -192,6 +192,10 @@ type Frozen struct {
 // touches tree nodes, levels and chunks afterwards (see [level]).
 func (e *Engine) Clone() *Frozen {
 	live := e.liveState()
+	if e.lp.epoch == maxChunkEpoch {
+		// 2^48-1 clones of one engine: past what a chunk entry holds.
+		panic("engine: Clone: the engine's epochs are used up (2^48-1 clones)")
+	}
 	e.lp.epoch++ // every level existing now may be seen by the view
 	f := &Frozen{st: state{nextSeq: e.nextSeq, sources: slices.Clone(live.sources), books: make([]*book, len(e.books)),
 		accts: e.accts[:len(e.accts):len(e.accts)]}}

@@ -141,7 +141,7 @@ func (b *partBuf) grow(n int) int {
 func (b *partBuf) OnRestingRun(r engine.RestingRun) error {
 	n := r.Len()
 	off := b.grow(n)
-	putRun(b.buf[off:off+n*orderLength], r, 0)
+	putRun(b.buf[off:off+n*orderLength], &r, 0)
 	b.n += uint64(n)
 	return nil
 }

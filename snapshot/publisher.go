@@ -328,7 +328,7 @@ func (p *Publisher) OnRestingRun(r engine.RestingRun) error {
 		}
 		k := min(n-i, p.ocap-p.oi)
 		off := batchHeader + p.oi*orderLength
-		putRun(p.buf[off:off+k*orderLength], r, i)
+		putRun(p.buf[off:off+k*orderLength], &r, i)
 		p.oi += k
 		i += k
 	}
@@ -337,7 +337,7 @@ func (p *Publisher) OnRestingRun(r engine.RestingRun) error {
 
 // putRun encodes len(b)/orderLength entries of r from its record from on
 // into b, with putOrder.
-func putRun(b []byte, r engine.RestingRun, from int) {
+func putRun(b []byte, r *engine.RestingRun, from int) {
 	for i := from; len(b) >= orderLength; i++ {
 		id, acct, qty, seq, stp, post := r.At(i)
 		putOrder(b[:orderLength], r.Instrument, r.Side, id, acct, r.Price, qty, seq, stp, post)

@@ -2,6 +2,7 @@ package lint
 
 import (
 	"errors"
+	"fmt"
 	"go/ast"
 	"go/build"
 	"go/parser"
@@ -21,12 +22,15 @@ const module = "github.com/matchlog/matchlog"
 // package's non-test files may import directly (ours), which standard or
 // third-party packages they must not import (forbidden), and which packages
 // of ours must not be linked into it at all, directly or through any chain
-// of imports (notLinked). A pattern "p/..." stands for p and every package
-// below it; "..." for every package of the module.
+// of imports (notLinked), and which imports its non-test files may make
+// only in the files named (confined: import path to file names). A pattern
+// "p/..." stands for p and every package below it; "..." for every package
+// of the module.
 type rule struct {
 	ours      []string
 	forbidden []string
 	notLinked []string
+	confined  map[string][]string
 }
 
 // The layers of the table, as DESIGN.md §2 names them.
@@ -48,10 +52,13 @@ func join(groups ...[]string) []string { return slices.Concat(groups...) }
 // package is placed in the table when it is added. Test files are exempt.
 var rules = map[string]rule{
 	// The engine is a deterministic single writer: no I/O, no clock, no
-	// goroutine machinery, no encoding. It imports none of ours.
+	// goroutine machinery, no encoding. It imports none of ours. unsafe
+	// only in chunk.go, whose chunk entry keeps a buffer as a pointer and
+	// a length taken from a slice (engine/chunk.go says why).
 	"engine": {
 		ours:      []string{"internal/invariants"},
-		forbidden: []string{"os", "io", "net", "time", "sync", "sync/atomic", "math/rand", "math/rand/v2", "unsafe"},
+		forbidden: []string{"os", "io", "net", "time", "sync", "sync/atomic", "math/rand", "math/rand/v2"},
+		confined:  map[string][]string{"unsafe": {"chunk.go"}},
 	},
 	"engine/enginetest": {ours: []string{"engine"}},
 
@@ -153,6 +160,9 @@ type pkg struct {
 	rel     string   // path relative to the module root ("" for the root)
 	imports []string // of its non-test files, full import paths
 	files   []string // its non-test Go files
+	// importFiles names, for each import, the non-test files that make it
+	// (base names).
+	importFiles map[string][]string
 }
 
 // modulePackages lists every package of the module under root, with the
@@ -182,7 +192,12 @@ func modulePackages(t *testing.T, root string) map[string]*pkg {
 		}
 		rel, _ := filepath.Rel(root, path)
 		rel = filepath.ToSlash(rel)
-		p := &pkg{rel: rel, imports: bp.Imports}
+		p := &pkg{rel: rel, imports: bp.Imports, importFiles: map[string][]string{}}
+		for imp, pos := range bp.ImportPos {
+			for _, ps := range pos {
+				p.importFiles[imp] = append(p.importFiles[imp], filepath.Base(ps.Filename))
+			}
+		}
 		for _, f := range bp.GoFiles {
 			p.files = append(p.files, filepath.Join(path, f))
 		}
@@ -221,25 +236,51 @@ func ours(imp string) (string, bool) {
 func TestImportRules(t *testing.T) {
 	root := repoRoot(t)
 	pkgs := modulePackages(t, root)
-	checkImportRules(t, pkgs)
+	for _, e := range checkImportRules(pkgs) {
+		t.Error(e)
+	}
 }
 
-func checkImportRules(t *testing.T, pkgs map[string]*pkg) {
+// TestConfinedImport: an import confined to some files is refused in any
+// other file of the package.
+func TestConfinedImport(t *testing.T) {
+	engine := func(files ...string) map[string]*pkg {
+		return map[string]*pkg{"engine": {rel: "engine", imports: []string{"unsafe"}, importFiles: map[string][]string{"unsafe": files}}}
+	}
+	if errs := checkImportRules(engine("chunk.go")); len(errs) != 0 {
+		t.Fatalf("unsafe in chunk.go refused: %v", errs)
+	}
+	errs := checkImportRules(engine("chunk.go", "level.go"))
+	if len(errs) != 1 || !strings.Contains(errs[0], "level.go") {
+		t.Fatalf("unsafe in level.go: errors %v, want one naming level.go", errs)
+	}
+}
+
+func checkImportRules(pkgs map[string]*pkg) []string {
+	var errs []string
 	for _, p := range sortedPkgs(pkgs) {
 		row, r, ok := ruleFor(p.rel)
 		if !ok {
-			t.Errorf("package %s has no row in internal/lint's import table: add one (DESIGN.md §2 says what each layer may import)", p.rel)
+			errs = append(errs, fmt.Sprintf("package %s has no row in internal/lint's import table: add one (DESIGN.md §2 says what each layer may import)", p.rel))
 			continue
 		}
 		for _, imp := range p.imports {
 			if o, ok := ours(imp); ok && !matchAny(r.ours, o) {
-				t.Errorf("%s imports %s: by the row %q it may import only %v of this module", p.rel, o, row, r.ours)
+				errs = append(errs, fmt.Sprintf("%s imports %s: by the row %q it may import only %v of this module", p.rel, o, row, r.ours))
 			}
 			if slices.Contains(r.forbidden, imp) {
-				t.Errorf("%s imports %s, which %s must not use", p.rel, imp, row)
+				errs = append(errs, fmt.Sprintf("%s imports %s, which %s must not use", p.rel, imp, row))
+			}
+			if allowed, ok := r.confined[imp]; ok {
+				for _, f := range p.importFiles[imp] {
+					if !slices.Contains(allowed, f) {
+						errs = append(errs, fmt.Sprintf("%s imports %s in %s: the row %q allows it only in %v", p.rel, imp, f, row, allowed))
+					}
+				}
 			}
 		}
 	}
+	return errs
 }
 
 // TestLinkRules checks the notLinked column: a package must not depend,
