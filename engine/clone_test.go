@@ -185,7 +185,7 @@ func TestFirstWriteAfterCloneIsBounded(t *testing.T) {
 		t.Fatalf("cancel: %+v", ev[0])
 	}
 	// The copies: the level, its list of segment pointers (8 B a 2,048
-	// orders), one segment (1,288 B) and one chunk (2 KiB).
+	// orders), one segment (520 B) and one chunk (2 KiB).
 	if got, limit := m1.TotalAlloc-m0.TotalAlloc, uint64(8<<10); got > limit {
 		t.Fatalf("first write after a clone allocated %d bytes, want at most %d (a level holds %d)", got, limit, n*32)
 	}

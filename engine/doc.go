@@ -42,18 +42,19 @@
 //
 // A clone copies each book's trees lazily (google/btree's copy-on-write)
 // and shares the levels and chunks: a level or chunk created before the
-// latest clone is never written again; the writer copies it first (a
-// level's chunk list, then the one chunk it writes), so [Engine.Clone]
-// costs O(instruments) and the first write to a level after a clone a
-// bounded copy. A level of at most four chunks (nearly every level) holds
-// its chunk list in itself, beside its totals, so finding an order's chunk
-// reads the level's first two cache lines and then the chunk; a longer
-// list is a separate allocation, and a level of more than 32 chunks (2,048
-// orders and more) keeps it in copy-on-write segments of 32 entries, so
-// that copy is a list of segment pointers and one segment, not a list as
-// long as the level. A walk (snapshot, state hash, partition) reads the
-// levels' chunks in order, prefetching each level's header, chunk list and
-// the first 2 KiB of its chunks a few levels ahead, and the rest of a long
+// latest clone is never written again; the writer copies it first (the
+// level, then the one chunk it writes), so [Engine.Clone] costs
+// O(instruments) and the first write to a level after a clone a bounded
+// copy. A level of at most four chunks (nearly every level: a level of
+// smaller chunks is rebuilt into larger ones before it takes a fifth)
+// holds their 16-byte entries in itself, beside its totals, 128 bytes in
+// all, so finding an order's chunk reads the level's two cache lines and
+// then the chunk; a longer level (more than 256 orders, in chunks of 64)
+// keeps them in copy-on-write segments of 32 entries, so that copy is a
+// list of segment pointers and one segment, not a list as long as the
+// level. A walk (snapshot, state hash, partition) reads the levels' chunks
+// in order, prefetching each level and the first 2 KiB of its chunks a
+// few levels ahead, and the rest of a long
 // level's chunks one chunk ahead as it walks them (on amd64; in a book
 // grown in random order a level's chunks are two or three dependent cache
 // misses away from its tree item, and each chunk of a long level is
@@ -69,13 +70,14 @@
 // A resting order takes a 32-byte slot (price as ticks above the band
 // floor, a dense account number, id, quantity, and the arrival sequence
 // packed with its flags) and 16 bytes in the index, a segmented
-// open-addressing table; with the chunk lists, the unused slots of each
-// level's last chunk (which starts half-size), level headers and the
-// index's load factor it comes to about 68 B of heap per resting order at
-// 1M orders in levels of about 30, 63 B in levels of about 50, and 56-57 B
-// at 5M (docs/performance.md). Tree nodes come from free lists; levels, chunk
-// buffers and chunk lists from pools refilled in slabs, so the matching
-// path allocates nothing in steady state.
+// open-addressing table; with the unused slots of each level's last chunk
+// (which starts half-size), level headers and the index's load factor it
+// comes to about 63 B of heap per resting order at 1M orders in levels of
+// about 30, 60-61 B in levels of about 50, and 55-57 B at 5M
+// (docs/performance.md). Tree nodes come from free lists; levels and chunk
+// buffers from pools refilled in slabs, and the long form's segments from
+// a pool of their own, so the matching path allocates nothing in steady
+// state.
 //
 // Why google/btree and not tidwall/btree: tidwall is faster at bulk
 // loading sorted input, at walking and at cutting by rank (GetAt against a

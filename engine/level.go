@@ -23,23 +23,25 @@ package engine
 //     its slots hold live orders. Either takes a number of operations
 //     proportional to the orders copied since the previous rebuild, so a
 //     cancel or an append is O(1) amortized.
-//   - A level of at most segChunks chunks keeps their entries in one
-//     list (chunks, the short form). A longer one (only levels of the
-//     largest chunk size grow past maxChunks) keeps them in segments of
-//     segChunks entries (the long form, see segList): chunk k is entry
-//     (k-base)%segChunks of segment (k-base)/segChunks. Entries of the
-//     first segment below first are dead (dropped chunks); entries past
-//     the last chunk are empty.
+//   - A level of at most inlChunks chunks keeps their entries in its own
+//     inline list (inl, the short form), in the level's two cache lines.
+//     A longer one (only levels of the largest chunk size: a level of a
+//     smaller one is rebuilt into larger chunks before it takes a fifth)
+//     keeps them in segments of segChunks entries (the long form, see
+//     segList): chunk k is entry (k-base)%segChunks of segment
+//     (k-base)/segChunks. Entries of the first segment below first are
+//     dead (dropped chunks); entries past the last chunk are empty. A
+//     chunk entry is 16 bytes (see chunk).
 //   - Copy-on-write by epoch: a level, segment or chunk whose epoch is
 //     older than the engine's may be read by a [Frozen] view and is never
-//     written. The writer copies the level first (its short list, at most
-//     segChunks entries, or its list of segment pointers, one a segChunks
-//     chunks), then the segment holding the entry of a chunk it writes,
-//     then the chunk (1<<shift slots). So the first write to a level after
-//     a clone costs a bounded copy, never a copy of the level's orders: for
-//     a 100,000-order level, 49-196 segment pointers (the level holds
-//     1,563-6,250 chunks between rebuilds), one 1,288-byte segment and one
-//     2 KiB chunk.
+//     written. The writer copies the level first (128 bytes with its
+//     inline list, and in the long form its list of segment pointers, one
+//     a segChunks chunks), then the segment holding the entry of a chunk
+//     it writes, then the chunk (1<<shift slots). So the first write to a
+//     level after a clone costs a bounded copy, never a copy of the
+//     level's orders: for a 100,000-order level, 49-196 segment pointers
+//     (the level holds 1,563-6,250 chunks between rebuilds), one 520-byte
+//     segment and one 2 KiB chunk.
 
 // Chunk sizes: 1<<shift slots, shift in [minShift, maxShift] by steps of
 // shiftStep. The largest chunk, 64 slots (2 KiB), bounds what the first
