@@ -111,13 +111,14 @@ func levelCutKey(b *book, side int, l *level, take uint64) (order, bool) {
 // order, optionally from a key and up to a key (exclusive); its visit
 // method is the level tree's callback, bound once.
 //
-// A level's memory is three dependent loads away from the tree item (the
-// level, its chunk list, the chunks), each a likely cache miss in a book
-// grown in random order. So the walk is a pipeline: visit admits a level
-// and prefetches its header, prefetches the chunk list of the level
-// admitted before it and the chunks of the one before that, and walks the
-// orders of the level admitted walkLag levels earlier, whose memory has
-// had the time of walkLag levels' orders to arrive.
+// A level's orders are two dependent loads away from the tree item (the
+// level, which holds its chunk entries, then the chunks; a long level's
+// segments are a third), each a likely cache miss in a book grown in
+// random order. So the walk is a pipeline: visit admits a level and
+// prefetches it (two cache lines), prefetches the segments of the level
+// admitted before it if it is long and the chunks of the one before that,
+// and walks the orders of the level admitted walkLag levels earlier, whose
+// memory has had the time of walkLag levels' orders to arrive.
 type orderWalk struct {
 	b              *book
 	buy            bool
