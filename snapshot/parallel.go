@@ -116,6 +116,11 @@ type parallel struct {
 type partBuf struct {
 	buf    []byte
 	n, sum uint64
+	// The workers write n run by run; the slots they hold at once are
+	// neighbours in parallel.bufs, so each slot fills its own two cache
+	// lines (the adjacent-line prefetcher pairs lines) rather than
+	// sharing one with the next.
+	_ [128 - 40]byte
 }
 
 // OnResting implements [engine.RestingSink].

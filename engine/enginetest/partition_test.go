@@ -136,6 +136,11 @@ func checkPartitions(t *testing.T, what string, f *engine.Frozen, ns ...int) {
 			if int(c) != len(got)-before {
 				t.Fatalf("%s: Partitions(%d)[%d] emitted %d orders but counted %d", what, n, i, len(got)-before, c)
 			}
+			// The cuts are found from the level totals, so each
+			// partition's estimate is its exact count.
+			if c != p.Estimate {
+				t.Fatalf("%s: Partitions(%d)[%d] emitted %d orders, estimated %d", what, n, i, c, p.Estimate)
+			}
 			count += c
 			sum += h
 			sizes = append(sizes, int(c))
