@@ -197,3 +197,18 @@ func TestFirstWriteAfterCloneIsBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestCloneRefusesUsedUpEpochs: a chunk entry holds 48 bits of epoch, so
+// the clone that would pass them panics rather than wrap to an epoch a
+// frozen view's chunks may carry.
+func TestCloneRefusesUsedUpEpochs(t *testing.T) {
+	e := New()
+	e.lp.epoch = maxChunkEpoch - 1
+	e.Clone() // the last epoch a chunk entry holds
+	defer func() {
+		if r := recover(); r == nil {
+			t.Fatal("a clone past the chunk entries' epochs did not panic")
+		}
+	}()
+	e.Clone()
+}

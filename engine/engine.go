@@ -322,8 +322,8 @@ func (e *Engine) restOrder(b *book, side Side, price int64, o order) {
 		b.empty[si]--
 		e.lp.empties--
 	case l.inlineFull():
-		// A fifth chunk would move the level's chunk list out of line
-		// only for the rebuild after push to move it back.
+		// The level outgrows its chunk size: larger chunks before the
+		// order would take a fifth.
 		e.rebuild(b, l)
 	}
 	s := e.lp.push(l, o)

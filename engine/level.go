@@ -770,19 +770,17 @@ func (p *levelPool) fill(l *level, orders []order, shift uint8, slab int) {
 
 // inlineFull reports whether the next order appended to l would take a
 // fifth chunk in a chunk size below the largest: l is then rebuilt
-// first, in larger chunks, rather than moved to the long form for the
-// one order that needsRebuild would rebuild it after.
+// first, in larger chunks (this is how a level moves to larger chunks),
+// so only levels of the largest chunks take the long form.
 func (l *level) inlineFull() bool {
 	return l.long == nil && l.nc == inlChunks && l.shift < maxShift && l.next>>l.shift == l.first+inlChunks
 }
 
 // needsRebuild reports whether l should be rebuilt after a change: too
-// many chunks for its chunk size, too few live slots, or slot numbers
-// near the bound of an index entry.
+// few live slots, or slot numbers near the bound of an index entry. (A
+// level that outgrows its chunk size is rebuilt before the order that
+// would take a fifth chunk, see inlineFull.)
 func (l *level) needsRebuild() bool {
-	if l.nchunks() > maxChunks && l.shift < maxShift {
-		return true
-	}
 	sl := l.slots()
 	return sl > 4<<minShift && int(l.count)*4 < sl || l.next >= renumberAt
 }

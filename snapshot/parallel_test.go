@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"slices"
 	"testing"
+	"unsafe"
 
 	"github.com/matchlog/matchlog/internal/logbuf"
 	"github.com/matchlog/matchlog/internal/stream"
@@ -222,5 +223,14 @@ func TestSetParallel(t *testing.T) {
 	}
 	if MaxLiveWorkers() != max(0, runtime.GOMAXPROCS(0)-2) {
 		t.Fatalf("MaxLiveWorkers %d at GOMAXPROCS %d", MaxLiveWorkers(), runtime.GOMAXPROCS(0))
+	}
+}
+
+// TestPartBufFillsItsLines: a worker's partition buffer is exactly two
+// cache lines, so the slots the workers fill at once share none; its
+// padding is written for the fields' size and must follow them.
+func TestPartBufFillsItsLines(t *testing.T) {
+	if n := unsafe.Sizeof(partBuf{}); n != 128 {
+		t.Fatalf("partBuf is %d bytes, want 128: adjust its padding", n)
 	}
 }
