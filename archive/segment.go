@@ -478,14 +478,24 @@ func allZero(b []byte) bool {
 	return true
 }
 
-const windowSize = 1 << 20
+// windowSize is the most a window reads at a time; firstWindow the most
+// its first read does.
+const (
+	windowSize  = 1 << 20
+	firstWindow = 64 << 10
+)
 
-// window reads a file through a 1 MiB buffer.
+// window reads a file through a buffer of up to 1 MiB. Its first read is
+// 64 KiB and each later one twice the one before, up to 1 MiB: a scan that
+// stops at the first frames (RecordingChecksums, at every reader's open)
+// reads and faults in 64 KiB of fresh buffer, not 1 MiB, and a whole scan
+// reads 1 MiB at a time after four shorter reads.
 type window struct {
 	r    io.ReaderAt
 	size int64 // readable limit
 	buf  []byte
 	off  int64 // file offset of buf[0]
+	next int   // the size of the next read (0: firstWindow)
 }
 
 // read returns n bytes at off (n <= windowSize, off+n <= size), valid until
@@ -497,10 +507,12 @@ func (w *window) read(off, n int64) ([]byte, error) {
 	if w.buf != nil && off >= w.off && off+n <= w.off+int64(len(w.buf)) {
 		return w.buf[off-w.off : off-w.off+n], nil
 	}
-	if cap(w.buf) < windowSize {
-		w.buf = make([]byte, windowSize)
+	size := min(max(w.next, firstWindow, int(n)), windowSize)
+	w.next = min(2*size, windowSize)
+	if cap(w.buf) < size {
+		w.buf = make([]byte, size)
 	}
-	m := min(int64(windowSize), w.size-off)
+	m := min(int64(size), w.size-off)
 	w.buf = w.buf[:m]
 	got, err := w.r.ReadAt(w.buf, off)
 	if int64(got) < m {

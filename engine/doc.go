@@ -77,7 +77,10 @@
 // (docs/performance.md). Tree nodes come from free lists; levels and chunk
 // buffers from pools refilled in slabs, and the long form's segments from
 // a pool of their own, so the matching path allocates nothing in steady
-// state.
+// state. A restore carves its chunk buffers from arenas of up to 64 MiB
+// and puts the index's tables in one allocation, both advised for huge
+// pages (internal/hugepage): a new process restoring 1M orders would
+// otherwise fault every 4 KiB of them in on its own.
 //
 // Why google/btree and not tidwall/btree: tidwall is faster at bulk
 // loading sorted input, at walking and at cutting by rank (GetAt against a

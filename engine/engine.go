@@ -389,7 +389,7 @@ func (e *Engine) rebuild(b *book, l *level) {
 	}
 	e.lp.releaseAll(l, limit)
 	l.qty, l.count = 0, 0
-	e.lp.fill(l, e.rbuf, shift, slabBytes)
+	e.lp.fill(l, e.rbuf, shift, nil, 0)
 	for i, o := range e.rbuf {
 		e.index.put(o.id, restEnt(uint64(i), o.px(), skSide(o.sk)))
 	}

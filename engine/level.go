@@ -1,5 +1,7 @@
 package engine
 
+import "github.com/matchlog/matchlog/internal/hugepage"
+
 // A price level holds its resting orders itself, in arrival order, in a
 // FIFO of fixed-size order slots grouped in chunks:
 //
@@ -327,13 +329,74 @@ func maxFreeBufs(shift uint8) int { return (512 << 10) / (32 << shift) }
 // book that grows allocates once per slab, not once per level or chunk.
 const slabBytes = 8 << 10
 
-// restoreSlabBytes is the slab size of a restore's chunk buffers (see
-// fill): a restore allocates all of a book's buffers at once, and an 8 KiB
-// slab costs about a microsecond of the allocator's time, several
-// nanoseconds an order. Larger slabs pin more memory while any one of
-// their buffers lives, but a restore carves them in price order, so a
-// slab holds adjacent levels, which mostly live and empty together.
-const restoreSlabBytes = 32 << 10
+// slotArena hands out a restore's chunk buffers, whole and half-size,
+// carved one after another from arenas: a restore lays out a whole book at
+// once, in price order. An arena is sized for the slots the restore still
+// expects to need, at least arenaMinSlots and at most arenaMaxSlots; one
+// of 2 MiB or more is made of whole huge pages (hugepage.Make): a new
+// process restoring 1M orders otherwise meets a page fault every 4 KiB of
+// them, most of a restart's time on a virtual machine
+// (docs/performance.md).
+//
+// An arena stays allocated while any one of its buffers lives. Its
+// buffers hold adjacent levels, which mostly live and empty together, and
+// a buffer a level gives back goes to the pool's free lists like any
+// other; the memory arenas can pin is that of the restored book's slots.
+// The header's count, not yet checked, only sizes arenas: each is
+// allocated when a run needs it, so a restore holds at most one arena
+// more than the orders that arrived need.
+type slotArena struct {
+	free []order
+	// spare is the memory of the current arena's allocation before its
+	// huge pages (hugepage.Make's head): used, in 4 KiB pages, when the
+	// arena is exhausted, before a new arena is made.
+	spare []order
+	// carved and orders count the slots handed out and the orders they
+	// hold: their ratio sizes the next arena (see want).
+	carved, orders int
+}
+
+// arenaMinSlots is the smallest arena: 32 KiB, the slab a small restore
+// takes (a slab of 8 KiB costs about a microsecond of the allocator's
+// time, several nanoseconds an order of a restore).
+const arenaMinSlots = (32 << 10) / 32
+
+// arenaMaxSlots is the largest arena: 64 MiB, 2M slots, so that a restore
+// of 1M orders (1.1M slots in levels of about 30) fits one arena's huge
+// pages. The header's count is not yet checked when it sizes the first
+// arena: a header that announces more orders than arrive costs at most
+// this much memory until the restore fails. Tests lower it.
+var arenaMaxSlots = (64 << 20) / 32
+
+// want returns the number of slots a restore with more orders to come
+// (those of the run at hand included) expects to lay out: at the ratio of
+// slots to orders so far, or 9/8 before any (levels end in partly
+// filled chunks), and at most arenaMaxSlots.
+func (a *slotArena) want(more uint64) int {
+	most := uint64(arenaMaxSlots)
+	more = min(more, most)
+	if a.orders == 0 {
+		return int(min(more+more/8, most))
+	}
+	return int(min(more*uint64(a.carved)/uint64(a.orders)+1, most))
+}
+
+// take returns a buffer of n slots. want is the number of slots the
+// restore still expects to lay out, this buffer's included.
+func (a *slotArena) take(n, want int) []order {
+	if len(a.free) < n {
+		if len(a.spare) >= n {
+			a.free, a.spare = a.spare, nil
+		} else {
+			a.free, a.spare = hugepage.Make[order](min(max(want, n, arenaMinSlots), arenaMaxSlots))
+			a.free = a.free[:cap(a.free)]
+		}
+	}
+	b := a.free[:n:n]
+	a.free = a.free[n:]
+	a.carved += n
+	return b
+}
 
 // buf returns a buffer of 1<<shift slots. The writer's buffers of the
 // smallest size are each an allocation of their own, not carved from a
@@ -347,7 +410,7 @@ func (p *levelPool) buf(shift uint8) []order {
 	if shift == minShift {
 		return takeEach(&p.bufs[classOf(shift)], 1<<shift)
 	}
-	return p.bufFrom(shift, slabBytes)
+	return p.bufFrom(shift)
 }
 
 // takeEach pops a buffer of size slots from the free list fl, refilling
@@ -372,9 +435,9 @@ func pop(fl *[][]order) []order {
 }
 
 // bufFrom returns a buffer of 1<<shift slots, refilling the free list
-// from a slab of slab bytes when it is empty.
-func (p *levelPool) bufFrom(shift uint8, slab int) []order {
-	return take(&p.bufs[classOf(shift)], 1<<shift, slab)
+// from a slab of slabBytes when it is empty.
+func (p *levelPool) bufFrom(shift uint8) []order {
+	return take(&p.bufs[classOf(shift)], 1<<shift)
 }
 
 // halfShift is the smallest chunk size whose chunks start half-size: a
@@ -394,18 +457,22 @@ const halfShift = 4
 // chunk fills its half, and a slab stays allocated while any one of its
 // buffers lives (a 5M-order book grown through commands kept 4 B an order
 // of such slabs).
-func (p *levelPool) tailBuf(shift uint8, n int, slab int) []order {
-	if shift < halfShift || n > 1<<(shift-1) {
-		return p.bufFrom(shift, slab)
+func (p *levelPool) tailBuf(shift uint8, n int) []order {
+	if !isHalf(shift, n) {
+		return p.bufFrom(shift)
 	}
 	return takeEach(&p.halves[classOf(shift)], 1<<(shift-1))
 }
 
+// isHalf reports whether a level's new last chunk of 1<<shift slots that
+// will hold n orders takes a half-size buffer.
+func isHalf(shift uint8, n int) bool { return shift >= halfShift && n <= 1<<(shift-1) }
+
 // take pops a buffer of size slots from the free list fl, refilling it
-// from a slab of slab bytes when it is empty.
-func take(fl *[][]order, size, slab int) []order {
+// from a slab of slabBytes when it is empty.
+func take(fl *[][]order, size int) []order {
 	if len(*fl) == 0 {
-		n := max(1, slab/(32*size))
+		n := max(1, slabBytes/(32*size))
 		slab := make([]order, n*size)
 		for i := range n {
 			*fl = append(*fl, slab[i*size:(i+1)*size:(i+1)*size])
@@ -732,12 +799,15 @@ func (p *levelPool) dropSegs(l *level) {
 
 // fill lays the orders out in l, which must be the writer's and hold no
 // chunks (in the short form), from slot 0 in chunks of 1<<shift slots,
-// adding them to the totals. New buffers come in slabs of slab bytes
-// (slabBytes, or restoreSlabBytes for a restore).
+// adding them to the totals. New buffers come from the restore's arena a
+// (want is the number of slots the restore still expects to lay out,
+// these orders' included), or, when a is nil, from the pool's free lists
+// (see tailBuf). A last chunk of 1<<halfShift slots or more that the
+// orders fill at most half of gets a half-size buffer either way.
 //
 // A level of at most inlChunks chunks keeps them in its inline list; a
 // longer one is laid out in the long form.
-func (p *levelPool) fill(l *level, orders []order, shift uint8, slab int) {
+func (p *levelPool) fill(l *level, orders []order, shift uint8, a *slotArena, want int) {
 	l.shift, l.first, l.head, l.next = shift, 0, 0, 0
 	n := (len(orders) + 1<<shift - 1) >> shift
 	if n > inlChunks {
@@ -747,7 +817,17 @@ func (p *levelPool) fill(l *level, orders []order, shift uint8, slab int) {
 		}
 	}
 	for len(orders) > 0 {
-		b := p.tailBuf(shift, len(orders), slab)
+		var b []order
+		if a == nil {
+			b = p.tailBuf(shift, len(orders))
+		} else {
+			size := 1 << shift
+			if isHalf(shift, len(orders)) {
+				size >>= 1
+			}
+			b = a.take(size, want)
+			want -= size
+		}
 		n := copy(b, orders)
 		clear(b[n:])
 		var c *chunk

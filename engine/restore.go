@@ -54,6 +54,7 @@ type Restorer struct {
 	sideLv   []*level
 	// Index entries, inserted at the end in cache-friendly batches.
 	ids      indexBatch
+	arena    slotArena // the chunk buffers' arena
 	lastBook *book
 	// acache is a direct-mapped cache in front of the engine's account
 	// map: a book has far fewer accounts than orders, and a hit costs a
@@ -388,7 +389,11 @@ func (r *Restorer) flushRun() {
 	l := r.e.lp.get(r.runPrice)
 	b.levels[si].ReplaceOrInsert(lvl{price: l.price, l: l})
 	r.sideLv = append(r.sideLv, l)
-	r.e.lp.fill(l, r.runOrd, restoreShift(len(r.runOrd)), restoreSlabBytes)
+	// The orders still to lay out: this run's and those the header
+	// announces past it (n[2] <= Orders: OnResting).
+	more := uint64(len(r.runOrd)) + r.hd.Orders - r.n[2]
+	r.e.lp.fill(l, r.runOrd, restoreShift(len(r.runOrd)), &r.arena, r.arena.want(more))
+	r.arena.orders += len(r.runOrd)
 	b.occ[si].set(int64(r.runOrd[0].px()))
 	b.n[si] += len(r.runOrd)
 	side := Side(si + 1)

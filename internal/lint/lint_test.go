@@ -52,11 +52,13 @@ func join(groups ...[]string) []string { return slices.Concat(groups...) }
 // package is placed in the table when it is added. Test files are exempt.
 var rules = map[string]rule{
 	// The engine is a deterministic single writer: no I/O, no clock, no
-	// goroutine machinery, no encoding. It imports none of ours. unsafe
-	// only in chunk.go, whose chunk entry keeps a buffer as a pointer and
-	// a length taken from a slice (engine/chunk.go says why).
+	// goroutine machinery, no encoding. Of ours it imports only the
+	// invariant switch and the huge-page hint for its restore's large
+	// allocations (a hint changes no result). unsafe only in chunk.go,
+	// whose chunk entry keeps a buffer as a pointer and a length taken
+	// from a slice (engine/chunk.go says why).
 	"engine": {
-		ours:      []string{"internal/invariants"},
+		ours:      []string{"internal/invariants", "internal/hugepage"},
 		forbidden: []string{"os", "io", "net", "time", "sync", "sync/atomic", "math/rand", "math/rand/v2"},
 		confined:  map[string][]string{"unsafe": {"chunk.go"}},
 	},
@@ -76,6 +78,7 @@ var rules = map[string]rule{
 	"internal/plot":       {},
 	"internal/probe":      {},
 	"internal/lint":       {},
+	"internal/hugepage":   {},
 	"internal/vfs":        {ours: []string{"internal/invariants"}},
 	"internal/stream":     {ours: []string{"internal/logbuf"}},
 	"internal/scenario":   {ours: []string{"engine"}},
