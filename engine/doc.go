@@ -79,8 +79,11 @@
 // a pool of their own, so the matching path allocates nothing in steady
 // state. A restore carves its chunk buffers from arenas of up to 64 MiB
 // and puts the index's tables in one allocation, both advised for huge
-// pages (internal/hugepage): a new process restoring 1M orders would
-// otherwise fault every 4 KiB of them in on its own.
+// pages and faulted in ahead of the restore on a goroutine of
+// internal/hugepage, the one goroutine the engine starts (it only asks the
+// kernel to map the memory and changes no byte of it): a new process
+// restoring 1M orders would otherwise fault every 4 KiB of them in on its
+// own.
 //
 // Why google/btree and not tidwall/btree: tidwall is faster at bulk
 // loading sorted input, at walking and at cutting by rank (GetAt against a

@@ -217,7 +217,8 @@ type indexBatch struct {
 //
 // The segments' first arrays are one allocation, its 2 MiB-aligned part
 // advised for huge pages (hugepage.Advise; aligning it would cost the heap
-// up to 2 MiB more): they become the index's tables, which a restore of
+// up to 2 MiB more) and faulted in on another goroutine
+// (hugepage.Prefault): they become the index's tables, which a restore of
 // 1M orders otherwise faults in 4 KiB at a time. A table that later grows
 // leaves its part behind, allocated until every segment's has been left.
 func (b *indexBatch) reserve(n, pre uint64) {
@@ -226,6 +227,7 @@ func (b *indexBatch) reserve(n, pre uint64) {
 	c = segCap(min(n, pre))
 	all := make([]indexSlot, indexSegments*c)
 	hugepage.Advise(all)
+	hugepage.Prefault(all)
 	for i := range b.seg {
 		b.seg[i] = all[i*c : i*c : (i+1)*c]
 	}

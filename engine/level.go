@@ -333,10 +333,12 @@ const slabBytes = 8 << 10
 // carved one after another from arenas: a restore lays out a whole book at
 // once, in price order. An arena is sized for the slots the restore still
 // expects to need, at least arenaMinSlots and at most arenaMaxSlots; one
-// of 2 MiB or more is made of whole huge pages (hugepage.Make): a new
-// process restoring 1M orders otherwise meets a page fault every 4 KiB of
-// them, most of a restart's time on a virtual machine
-// (docs/performance.md).
+// of 2 MiB or more is made of whole huge pages (hugepage.Make), which
+// another goroutine faults in ahead of the restore (hugepage.Prefault: it
+// changes no byte of them). A new process restoring 1M orders otherwise
+// meets a page fault every 4 KiB of them, and on a virtual machine the
+// kernel's zeroing of fresh huge pages can take as long as the restore's
+// own work: most of a restart's time (docs/performance.md).
 //
 // An arena stays allocated while any one of its buffers lives. Its
 // buffers hold adjacent levels, which mostly live and empty together, and
@@ -390,6 +392,7 @@ func (a *slotArena) take(n, want int) []order {
 		} else {
 			a.free, a.spare = hugepage.Make[order](min(max(want, n, arenaMinSlots), arenaMaxSlots))
 			a.free = a.free[:cap(a.free)]
+			hugepage.Prefault(a.free)
 		}
 	}
 	b := a.free[:n:n]

@@ -11,6 +11,8 @@
 // [Make] returns a slice that starts and ends on huge page boundaries and
 // is advised for huge pages, so that it faults in 2 MiB at a time;
 // [Advise] advises the aligned part of an allocation made otherwise.
+// [Prefault] faults such memory in on another goroutine, ahead of the
+// caller's writes.
 //
 // Contract:
 //   - The advice is a hint: the memory's contents, size and lifetime are
@@ -60,6 +62,42 @@ func Make[T any](n int) (s, head []T) {
 	s = all[off : off+n]
 	advise(unsafe.Pointer(&s[0]), uintptr(c)*sz)
 	return s, all[:off:off]
+}
+
+// Prefault faults the 2 MiB-aligned part of s's backing array (its whole
+// capacity) in on a goroutine of its own, a huge page at a time from the
+// first, and returns at once; wait returns once it is done. The kernel
+// maps and zeroes each page as a first write would, and leaves a page the
+// caller has written already as it is, so the caller may write s
+// meanwhile: the goroutine changes no byte of it. Zeroing a huge page of
+// memory the host has not yet backed takes milliseconds on a virtual
+// machine; Prefault moves that work to another core, ahead of a caller
+// that fills s from its start. It does nothing where the kernel cannot
+// (another operating system, Linux before 5.14).
+func Prefault[T any](s []T) (wait func()) {
+	done := make(chan struct{})
+	wait = func() { <-done }
+	if cap(s) == 0 {
+		close(done)
+		return wait
+	}
+	var z T
+	s = s[:cap(s)]
+	p := uintptr(unsafe.Pointer(&s[0]))
+	beg := (p + Size - 1) &^ (Size - 1)
+	end := (p + uintptr(len(s))*unsafe.Sizeof(z)) &^ (Size - 1)
+	if beg >= end {
+		close(done)
+		return wait
+	}
+	// The goroutine holds base, a pointer into the allocation, so the
+	// allocation lives until it is done.
+	base := unsafe.Add(unsafe.Pointer(&s[0]), beg-p)
+	go func() {
+		defer close(done)
+		populate(base, end-beg)
+	}()
+	return wait
 }
 
 // Advise marks the 2 MiB-aligned part of s's backing array (its whole

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 type slot struct{ a, b, c, d uint64 }
@@ -89,4 +91,63 @@ func vmFlags(t *testing.T, p uintptr) (string, bool) {
 	}
 	t.Fatalf("no mapping holds %#x", p)
 	return "", false
+}
+
+// TestPrefault: once Prefault's goroutine is done, every page of the
+// aligned part of a fresh mapping is resident, what the caller wrote before
+// and while it ran is still there, and the rest is zero.
+func TestPrefault(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("Prefault does nothing off Linux")
+	}
+	probe, err := unix.Mmap(-1, 0, 4096, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = unix.Madvise(probe, unix.MADV_POPULATE_WRITE)
+	unix.Munmap(probe)
+	if err != nil {
+		t.Skipf("no MADV_POPULATE_WRITE: %v", err)
+	}
+	// A fresh mapping (not the Go heap, whose memory may have been
+	// touched before): 5 huge pages' room, 4 of them aligned.
+	m, err := unix.Mmap(-1, 0, 5*Size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(m)
+	p := uintptr(unsafe.Pointer(&m[0]))
+	off := int((p+Size-1)&^(Size-1) - p)
+	b := m[off : off+4*Size]
+	// The caller writes a few bytes of the first huge page only: the
+	// others must become resident through Prefault alone.
+	for i := 0; i < Size; i += 4093 {
+		b[i] = byte(i%251) + 1
+	}
+	wait := Prefault(b)
+	for i := 7; i < Size; i += 4091 {
+		b[i] = byte(i%241) + 1
+	}
+	wait()
+	vec := make([]byte, len(b)/os.Getpagesize())
+	if _, _, e := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), uintptr(unsafe.Pointer(&vec[0]))); e != 0 {
+		t.Fatal(e)
+	}
+	for i, v := range vec {
+		if v&1 == 0 {
+			t.Fatalf("page %d of %d not resident after Prefault", i, len(vec))
+		}
+	}
+	for i := range b {
+		var want byte
+		if i < Size && i%4093 == 0 {
+			want = byte(i%251) + 1
+		}
+		if i < Size && i >= 7 && (i-7)%4091 == 0 {
+			want = byte(i%241) + 1
+		}
+		if b[i] != want {
+			t.Fatalf("byte %d is %d, want %d", i, b[i], want)
+		}
+	}
 }

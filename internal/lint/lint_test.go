@@ -53,8 +53,9 @@ func join(groups ...[]string) []string { return slices.Concat(groups...) }
 var rules = map[string]rule{
 	// The engine is a deterministic single writer: no I/O, no clock, no
 	// goroutine machinery, no encoding. Of ours it imports only the
-	// invariant switch and the huge-page hint for its restore's large
-	// allocations (a hint changes no result). unsafe only in chunk.go,
+	// invariant switch and internal/hugepage for its restore's large
+	// allocations: a hint, and a goroutine that faults them in without
+	// changing a byte (no result depends on either). unsafe only in chunk.go,
 	// whose chunk entry keeps a buffer as a pointer and a length taken
 	// from a slice (engine/chunk.go says why).
 	"engine": {
