@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/matchlog/matchlog/internal/hugepage"
+	"github.com/matchlog/matchlog/internal/invariants"
 )
 
 func addr(b []order) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b))) }
@@ -80,6 +81,9 @@ func TestArenaWant(t *testing.T) {
 // the original with the same commands: every event and the state hash
 // must agree.
 func TestRestoreAcrossArenas(t *testing.T) {
+	if invariants.Enabled {
+		t.Skip("the invariants build checks the whole engine after every command: quadratic in this book; the test calls Check itself")
+	}
 	old := arenaMaxSlots
 	arenaMaxSlots = hugepage.Size / 32
 	defer func() { arenaMaxSlots = old }()
