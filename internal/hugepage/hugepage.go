@@ -22,9 +22,10 @@
 //   - It covers only memory of the allocation it is given or makes.
 //   - Make's alignment costs a huge page more than the huge pages the
 //     slice needs: the head before the slice and the capacity past them,
-//     which Make hands to the caller to use or leave. Fresh memory that is never written is never faulted in,
-//     so what the caller leaves unused costs the process no memory, but
-//     the Go heap counts it (runtime.MemStats.HeapAlloc).
+//     which Make hands to the caller to use or leave. Fresh memory that
+//     is never written is never faulted in, so what the caller leaves
+//     unused costs the process no memory, but the Go heap counts it
+//     (runtime.MemStats.HeapAlloc); Prefault faults in what it is given.
 //   - It is meant for allocations that are written soon after and live
 //     long (a huge page stays whole only while all of it is in use): the
 //     caller decides which.
@@ -77,25 +78,16 @@ func Make[T any](n int) (s, head []T) {
 func Prefault[T any](s []T) (wait func()) {
 	done := make(chan struct{})
 	wait = func() { <-done }
-	if cap(s) == 0 {
-		close(done)
-		return wait
-	}
-	var z T
-	s = s[:cap(s)]
-	p := uintptr(unsafe.Pointer(&s[0]))
-	beg := (p + Size - 1) &^ (Size - 1)
-	end := (p + uintptr(len(s))*unsafe.Sizeof(z)) &^ (Size - 1)
-	if beg >= end {
-		close(done)
-		return wait
-	}
 	// The goroutine holds base, a pointer into the allocation, so the
 	// allocation lives until it is done.
-	base := unsafe.Add(unsafe.Pointer(&s[0]), beg-p)
+	base, n := aligned(s)
+	if n == 0 {
+		close(done)
+		return wait
+	}
 	go func() {
 		defer close(done)
-		populate(base, end-beg)
+		populate(base, n)
 	}()
 	return wait
 }
@@ -105,15 +97,24 @@ func Prefault[T any](s []T) (wait func()) {
 // each end, is left as it is; an array smaller than two huge pages may
 // have no such part.
 func Advise[T any](s []T) {
+	if base, n := aligned(s); n > 0 {
+		advise(base, n)
+	}
+}
+
+// aligned returns the start and the length of the 2 MiB-aligned part of
+// s's backing array, its whole capacity; n is 0 if it has none.
+func aligned[T any](s []T) (base unsafe.Pointer, n uintptr) {
 	if cap(s) == 0 {
-		return
+		return nil, 0
 	}
 	var z T
 	s = s[:cap(s)]
 	p := uintptr(unsafe.Pointer(&s[0]))
 	beg := (p + Size - 1) &^ (Size - 1)
 	end := (p + uintptr(len(s))*unsafe.Sizeof(z)) &^ (Size - 1)
-	if beg < end {
-		advise(unsafe.Add(unsafe.Pointer(&s[0]), beg-p), end-beg)
+	if beg >= end {
+		return nil, 0
 	}
+	return unsafe.Add(unsafe.Pointer(&s[0]), beg-p), end - beg
 }
