@@ -485,10 +485,10 @@ const (
 	firstWindow = 64 << 10
 )
 
-// window reads a file through a buffer of up to 1 MiB. Its first read is
-// 64 KiB and each later one twice the one before, up to 1 MiB: a scan that
-// stops at the first frames (RecordingChecksums, at every reader's open)
-// reads and faults in 64 KiB of fresh buffer, not 1 MiB, and a whole scan
+// window reads a file through a 1 MiB buffer. Its first read is 64 KiB
+// and each later one twice the one before, up to 1 MiB: a scan that stops
+// at the first frames (RecordingChecksums, at every reader's open) reads
+// and faults in 64 KiB of its fresh buffer, not 1 MiB, and a whole scan
 // reads 1 MiB at a time after four shorter reads.
 type window struct {
 	r    io.ReaderAt
@@ -509,8 +509,8 @@ func (w *window) read(off, n int64) ([]byte, error) {
 	}
 	size := min(max(w.next, firstWindow, int(n)), windowSize)
 	w.next = min(2*size, windowSize)
-	if cap(w.buf) < size {
-		w.buf = make([]byte, size)
+	if cap(w.buf) < windowSize {
+		w.buf = make([]byte, windowSize)
 	}
 	m := min(int64(size), w.size-off)
 	w.buf = w.buf[:m]
