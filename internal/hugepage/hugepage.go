@@ -29,6 +29,12 @@
 //   - It is meant for allocations that are written soon after and live
 //     long (a huge page stays whole only while all of it is in use): the
 //     caller decides which.
+//   - The advice belongs to the address range, not to the allocation: once
+//     the Go heap frees the allocation and reuses its memory, the kernel
+//     may still back that range with huge pages (khugepaged collapses
+//     partly used ones), so the process's resident memory over it can
+//     reach the range's whole size. The range is one the caller filled
+//     once, so this is bounded by what it used.
 package hugepage
 
 import "unsafe"
