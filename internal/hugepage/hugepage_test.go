@@ -58,12 +58,31 @@ func TestAdviseMarksTheAlignedPart(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("transparent huge pages are a Linux facility")
 	}
-	s := make([]slot, 3*Size/32)
+	// A fresh mapping (the Go heap's memory may have been advised by an
+	// earlier Make), and a slice of it that starts 4 KiB past a huge page
+	// boundary: its aligned part is the two huge pages after that one.
+	m, err := unix.Mmap(-1, 0, 5*Size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(m)
+	p := uintptr(unsafe.Pointer(&m[0]))
+	off := int((p+Size-1)&^(Size-1)-p) + 4096
+	s := m[off : off+3*Size : off+3*Size]
 	Advise(s)
-	p := uintptr(unsafe.Pointer(&s[0]))
-	beg := (p + Size - 1) &^ (Size - 1)
+	head := uintptr(unsafe.Pointer(&s[0]))
+	beg := (head + Size - 1) &^ (Size - 1)
 	if f, ok := vmFlags(t, beg); ok && !strings.Contains(f, " hg") {
 		t.Errorf("aligned part at %#x not advised: VmFlags:%s", beg, f)
+	}
+	if f, ok := vmFlags(t, beg+2*Size-1); ok && !strings.Contains(f, " hg") {
+		t.Errorf("last byte of the aligned part not advised: VmFlags:%s", f)
+	}
+	if f, ok := vmFlags(t, head); ok && strings.Contains(f, " hg") {
+		t.Errorf("the unaligned head at %#x advised: VmFlags:%s", head, f)
+	}
+	if f, ok := vmFlags(t, beg+2*Size); ok && strings.Contains(f, " hg") {
+		t.Errorf("the unaligned tail at %#x advised: VmFlags:%s", beg+2*Size, f)
 	}
 }
 
