@@ -181,6 +181,7 @@ func snapSizes() []int {
 	return SnapSizes
 }
 
-func BenchmarkSnapshotTake(b *testing.B)    { BenchSnapshotTake(b, snapSizes()) }
-func BenchmarkSnapshotRestore(b *testing.B) { BenchSnapshotRestore(b, snapSizes()) }
-func BenchmarkSnapshotWalk(b *testing.B)    { BenchSnapshotWalk(b, snapSizes()) }
+func BenchmarkSnapshotTake(b *testing.B)      { BenchSnapshotTake(b, snapSizes()) }
+func BenchmarkSnapshotTakeNoLog(b *testing.B) { BenchSnapshotTakeNoLog(b, snapSizes()) }
+func BenchmarkSnapshotRestore(b *testing.B)   { BenchSnapshotRestore(b, snapSizes()) }
+func BenchmarkSnapshotWalk(b *testing.B)      { BenchSnapshotWalk(b, snapSizes()) }

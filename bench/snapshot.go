@@ -217,6 +217,75 @@ func BenchSnapshotTake(b *testing.B, sizes []int) {
 	}
 }
 
+// flatClaimer is a [stream.Claimer] over one flat buffer: a claim is the
+// next length bytes, Commit and Abort do nothing. There are no frame
+// headers, no terms to clean and no reader, so a take through it is the
+// take's own work (the walk, the state hash's digests, the entries, the
+// batch headers and the stream checksum) without the log's.
+type flatClaimer struct {
+	buf        []byte
+	off        int
+	maxPayload int
+}
+
+func (c *flatClaimer) TryClaim(length int) ([]byte, int64, error) {
+	end := c.off + length
+	if length < 0 || length > c.maxPayload || end > len(c.buf) {
+		return nil, 0, fmt.Errorf("bench: flat claim of %d bytes at %d of %d", length, c.off, len(c.buf))
+	}
+	b := c.buf[c.off:end:end]
+	c.off = end
+	return b, int64(end), nil
+}
+
+func (c *flatClaimer) Commit()               {}
+func (c *flatClaimer) Abort()                {}
+func (c *flatClaimer) MaxPayloadLength() int { return c.maxPayload }
+
+// BenchSnapshotTakeNoLog times the takes of [BenchSnapshotTake] with the
+// same publisher and batches (MTU 1,408) written into one flat buffer
+// instead of a log: what a take costs before the log's frames, claims,
+// cleaning and reader. The difference between the two is the log's share.
+// Metrics: ns/order, payload-B/order (bytes claimed per resting order),
+// allocs/op.
+func BenchSnapshotTakeNoLog(b *testing.B, sizes []int) {
+	for _, n := range sizes {
+		for _, w := range []int{0, 2} {
+			name := "linear"
+			if w > 0 {
+				name = fmt.Sprintf("workers=%d", w)
+			}
+			b.Run(sizeName(n)+"/"+name, func(b *testing.B) {
+				f := snapBook(b, n)
+				c := &flatClaimer{buf: make([]byte, 64*n+1<<20), maxPayload: 1408 - logbuf.HeaderLength}
+				clear(c.buf) // fault it in before the timing
+				p, err := snapshot.NewPublisher(c, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := p.SetParallel(snapshot.Parallel{Workers: w, Min: 1}); err != nil {
+					b.Fatal(err)
+				}
+				defer p.Close()
+				take := func() {
+					c.off = 0
+					if err := p.TakeFrozen(f, SnapMarker); err != nil {
+						b.Fatal(err)
+					}
+				}
+				take()
+				b.ReportAllocs()
+				b.ResetTimer()
+				for b.Loop() {
+					take()
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/order")
+				b.ReportMetric(float64(c.off)/float64(n), "payload-B/order")
+			})
+		}
+	}
+}
+
 // BenchSnapshotRestore times a strict load of a captured snapshot of the
 // benchmark book into a fresh engine, one restore per op; the captured
 // frames are in memory, so no take and no log is in the timing.
