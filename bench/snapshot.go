@@ -249,6 +249,16 @@ func (c *flatClaimer) Commit()               {}
 func (c *flatClaimer) Abort()                {}
 func (c *flatClaimer) MaxPayloadLength() int { return c.maxPayload }
 
+// ClaimAhead, CommitAhead, AbortAhead and Window make it a
+// [stream.AheadClaimer] for parallel takes, with the log's window.
+func (c *flatClaimer) ClaimAhead(length int) ([]byte, int64, int, error) {
+	b, pos, err := c.TryClaim(length)
+	return b, pos, 0, err
+}
+func (c *flatClaimer) CommitAhead(int) {}
+func (c *flatClaimer) AbortAhead(int)  {}
+func (c *flatClaimer) Window() int     { return SnapTermLength / 2 }
+
 // BenchSnapshotTakeNoLog times the takes of [BenchSnapshotTake] with the
 // same publisher and batches (MTU 1,408) written into a flat ring of the
 // log's size instead of a log: what a take costs before the log's frames, claims,

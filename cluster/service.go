@@ -53,6 +53,16 @@ type Publication interface {
 	Offer(msg []byte) (int64, error)
 }
 
+// AheadPublication is a Publication that can also hold several claims at
+// once (stream.AheadClaimer), for a snapshot encoded in parallel: the
+// node's snapshot publications are. A claim made ahead that finds the
+// publication back-pressured records what is committed, making room, and
+// tries once more before it reports the back-pressure.
+type AheadPublication interface {
+	Publication
+	stream.AheadClaimer
+}
+
 // SnapshotInfo is what a snapshot is of: the fields of Aeron's
 // SnapshotMarker.
 type SnapshotInfo struct {

@@ -276,14 +276,19 @@ func (s *snapPub) flush() error {
 	return nil
 }
 
-// TryClaim implements Publication.
-func (s *snapPub) TryClaim(length int) ([]byte, int64, error) {
+// maybeYield yields the processor every yieldEvery claims.
+func (s *snapPub) maybeYield() {
 	if s.yieldEvery > 0 {
 		if s.claims++; s.claims >= s.yieldEvery {
 			s.claims = 0
 			runtime.Gosched()
 		}
 	}
+}
+
+// TryClaim implements Publication.
+func (s *snapPub) TryClaim(length int) ([]byte, int64, error) {
+	s.maybeYield()
 	for {
 		b, pos, err := s.c.TryClaim(length)
 		if err != nil || pos != logbuf.BackPressured {
@@ -294,6 +299,34 @@ func (s *snapPub) TryClaim(length int) ([]byte, int64, error) {
 		}
 	}
 }
+
+var _ AheadPublication = (*snapPub)(nil)
+
+// ClaimAhead implements AheadPublication: on back-pressure it records what
+// is committed and tries once more, then reports the back-pressure (the
+// claims ahead still outstanding may be what holds the recording back).
+func (s *snapPub) ClaimAhead(length int) ([]byte, int64, int, error) {
+	s.maybeYield()
+	for try := 0; ; try++ {
+		b, pos, t, err := s.c.ClaimAhead(length)
+		if err != nil || pos != logbuf.BackPressured || try == 1 {
+			return b, pos, t, err
+		}
+		if err := s.flush(); err != nil {
+			return nil, 0, 0, err
+		}
+	}
+}
+
+// CommitAhead implements AheadPublication.
+func (s *snapPub) CommitAhead(ticket int) { s.c.CommitAhead(ticket) }
+
+// AbortAhead implements AheadPublication.
+func (s *snapPub) AbortAhead(ticket int) { s.c.AbortAhead(ticket) }
+
+// Window implements AheadPublication: the flush keeps the publication a
+// term window ahead of the recording.
+func (s *snapPub) Window() int { return s.log.TermWindowLength() }
 
 // Commit implements Publication.
 func (s *snapPub) Commit() { s.c.Commit() }

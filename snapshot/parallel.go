@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/matchlog/matchlog/engine"
+	"github.com/matchlog/matchlog/internal/stream"
 )
 
 // DefaultParallelMin is the default [Publisher.ParallelMin]: below it a
@@ -80,74 +81,152 @@ func MaxLiveWorkers() int { return max(0, runtime.GOMAXPROCS(0)-2) }
 // partitions, so the owner can stitch the first while later ones encode.
 const minPartitionsPerWorker = 4
 
-// slotsPerWorker is how many partition buffers each worker has in flight:
-// a worker can encode the next partition while the owner stitches the
-// previous one.
+// slotsPerWorker is how many partitions each worker can have in flight: a
+// worker can encode the next partition while the owner finishes the
+// batches of the previous one.
 const slotsPerWorker = 2
 
 // parallel is a publisher's worker pool: goroutines started once by
 // StartWorkers and stopped by Close. A take cuts the book into many more
-// partitions than workers; partition i is encoded into buffer slot
-// i % len(bufs) by whichever worker takes it from jobs, and the owner
-// stitches partitions in order, handing partition i+len(bufs) out as soon
-// as partition i's slot is free. So the owner's copying overlaps the
-// workers' encoding, and the pooled memory is bounded by the slots, never
-// the whole book.
+// partitions than workers, and partition i goes to slot i mod len(slots),
+// encoded by whichever worker takes it from jobs. Two ways:
+//
+//   - Direct, when the claimer claims ahead ([stream.AheadClaimer]) with a
+//     window of at least four batches: where the resting orders belong in
+//     the stream, the owner (the caller's goroutine) claims the Orders
+//     batches ahead of the workers, in order, exactly as a linear take
+//     would claim them, and hands a partition out with the batches its
+//     entries fall in; the worker encodes straight into them. The owner
+//     collects partitions in order and commits each batch, checksummed,
+//     once every partition writing into it is done. The workers' output
+//     is never copied; the claims ahead are bounded by the window.
+//   - Copying, for any other claimer (an Aeron host's publication): from
+//     the start of the take the workers encode into chunks pooled by their
+//     slots, and where the orders belong the owner copies them, in order,
+//     into the batches it claims as a linear take does.
 type parallel struct {
 	workers int
-	jobs    chan int     // partition indexes to encode
-	done    []chan error // per slot: the worker's result
-	bufs    []partBuf    // per slot
+	jobs    chan int       // partition indexes to encode
+	done    []chan error   // per slot: the worker's result
+	slots   []partJob      // per slot
+	grows   []func() error // per slot: its grow, bound once
 	parts   []engine.Partition
 	wg      sync.WaitGroup
 	fail    func(part int) error // test hook: a worker failure
 
 	// per take, owner only
-	dispatched int // partitions handed to the workers
-	collected  int // partitions whose result was received
+	direct     bool
+	own        partJob // a partition the owner encodes itself
+	owned      int     // partitions the owner encoded in this take
+	ac         stream.AheadClaimer
+	starts     []uint64 // partition i's entries are starts[i]..starts[i+1]-1 of the orders
+	dispatched int      // partitions handed to the workers
+	collected  int      // partitions whose result was received
 	stitched   bool
 	count      uint64 // orders encoded by the workers
 	sum        uint64 // sum of the partitions' hash sums
+	// The Orders batches claimed ahead and not yet committed are
+	// ahead[head:], in order: the take's batch first, first+1, ...;
+	// claimed counts every batch claimed.
+	ahead   []aheadBatch
+	head    int
+	first   int
+	claimed int
+	total   uint64 // resting orders of the take
 }
 
-// partBuf is one slot's pooled buffer: the partition's Orders entries,
-// encoded back to back by putOrder (the linear path's encoder); the owner
-// copies them out into the claimed batches.
-type partBuf struct {
+// aheadBatch is an Orders batch claimed ahead: its claim, its ticket, and
+// how many entries it holds.
+type aheadBatch struct {
 	buf    []byte
-	n, sum uint64
-	// The workers write n run by run; the slots they hold at once are
-	// neighbours in parallel.bufs, so each slot fills its own two cache
-	// lines (the adjacent-line prefetcher pairs lines) rather than
-	// sharing one with the next.
-	_ [128 - 40]byte
+	ticket int
+	n      int
 }
 
-// OnResting implements [engine.RestingSink].
-func (b *partBuf) OnResting(instrument uint32, side engine.Side, orderID, account uint64, price, qty int64, seq uint64, stp engine.STP, post bool) error {
-	off := b.grow(1)
-	putOrder(b.buf[off:off+orderLength], instrument, side, orderID, account, price, qty, seq, stp, post)
-	b.n++
+// partJob is one slot: the batches a partition's entries go into, and the
+// worker's results. The worker writes the partition's entries back to back
+// from entry skip of batches[0] on, batch after batch, with putRun (the
+// linear path's encoder). A copying take's batches are the slot's pooled
+// chunks (pool), laid out as batches.
+type partJob struct {
+	batches [][]byte
+	pool    [][]byte
+	per     int // entries a batch holds
+	skip    int
+	want    uint64 // the partition's orders
+	b, slot int    // where the next entry goes
+	n, sum  uint64
+	// more, when set (the owner's own job), makes room for the next
+	// batch: it commits the batches written and claims another.
+	more func() error
+	// The workers write their slots' counters entry by entry; the slots
+	// they hold at once are neighbours in parallel.slots, so each slot
+	// fills its own two cache lines (the adjacent-line prefetcher pairs
+	// lines) rather than sharing one with the next.
+	_ [128 - 112]byte
+}
+
+var errOverrun = errors.New("more orders than its partition counted")
+
+// chunkEntries is how many entries one pooled chunk of a copying take
+// holds (48 KiB).
+const chunkEntries = 1024
+
+// grow is a copying slot's more: the next pooled chunk.
+func (j *partJob) grow() error {
+	k := len(j.batches)
+	if k == len(j.pool) {
+		j.pool = append(j.pool, make([]byte, batchHeader+chunkEntries*orderLength))
+	}
+	j.batches = append(j.batches, j.pool[k])
 	return nil
 }
 
-// grow makes room for n more entries and returns the offset of the first.
-func (b *partBuf) grow(n int) int {
-	off := int(b.n) * orderLength
-	if end := off + n*orderLength; end > len(b.buf) {
-		nb := make([]byte, max(end, 2*len(b.buf), 1024*orderLength))
-		copy(nb, b.buf[:off])
-		b.buf = nb
+// OnResting implements [engine.RestingSink].
+func (j *partJob) OnResting(instrument uint32, side engine.Side, orderID, account uint64, price, qty int64, seq uint64, stp engine.STP, post bool) error {
+	off, err := j.next(1)
+	if err != nil {
+		return err
 	}
-	return off
+	putOrder(j.batches[j.b][off:off+orderLength], instrument, side, orderID, account, price, qty, seq, stp, post)
+	j.slot++
+	j.n++
+	return nil
+}
+
+// next moves to the next batch when the current one is full and returns
+// the offset of the next entry, with room for at most k entries there.
+func (j *partJob) next(k int) (int, error) {
+	if j.slot == j.per {
+		j.b, j.slot = j.b+1, 0
+	}
+	if j.b >= len(j.batches) && j.more != nil && j.n+uint64(k) <= j.want {
+		if err := j.more(); err != nil {
+			return 0, err
+		}
+	}
+	if j.b >= len(j.batches) || j.n+uint64(k) > j.want {
+		return 0, errOverrun
+	}
+	return batchHeader + j.slot*orderLength, nil
 }
 
 // OnRestingRun implements [engine.RunSink].
-func (b *partBuf) OnRestingRun(r engine.RestingRun) error {
-	n := r.Len()
-	off := b.grow(n)
-	putRun(b.buf[off:off+n*orderLength], &r, 0)
-	b.n += uint64(n)
+func (j *partJob) OnRestingRun(r engine.RestingRun) error {
+	for i, n := 0, r.Len(); i < n; {
+		if j.slot == j.per {
+			j.b, j.slot = j.b+1, 0
+		}
+		k := min(n-i, j.per-j.slot)
+		off, err := j.next(k)
+		if err != nil {
+			return err
+		}
+		putRun(j.batches[j.b][off:off+k*orderLength], &r, i)
+		j.slot += k
+		j.n += uint64(k)
+		i += k
+	}
 	return nil
 }
 
@@ -162,7 +241,12 @@ func (p *Publisher) StartWorkers(n int) error {
 		return fmt.Errorf("%w: workers already started", ErrPublish)
 	}
 	slots := slotsPerWorker * n
-	q := &parallel{workers: n, jobs: make(chan int, slots), done: make([]chan error, slots), bufs: make([]partBuf, slots)}
+	q := &parallel{workers: n, jobs: make(chan int, slots), done: make([]chan error, slots), slots: make([]partJob, slots),
+		grows: make([]func() error, slots)}
+	for i := range q.slots {
+		q.grows[i] = q.slots[i].grow
+	}
+	q.own.more = p.ownMore
 	for i := range slots {
 		q.done[i] = make(chan error, 1)
 	}
@@ -188,46 +272,50 @@ func (p *Publisher) Close() error {
 func (q *parallel) run() {
 	defer q.wg.Done()
 	for pi := range q.jobs {
-		slot := pi % len(q.bufs)
-		b := &q.bufs[slot]
-		b.n, b.sum = 0, 0
+		j := &q.slots[pi%len(q.slots)]
 		var err error
 		if q.fail != nil {
 			err = q.fail(pi)
 		}
 		if err == nil {
 			var n uint64
-			n, b.sum, err = q.parts[pi].Emit(b)
-			if err == nil && n != b.n {
-				err = fmt.Errorf("%w: partition %d emitted %d orders and encoded %d", ErrPublish, pi, n, b.n)
+			n, j.sum, err = q.parts[pi].Emit(j)
+			switch {
+			case err != nil:
+			case n != j.n:
+				err = fmt.Errorf("%w: partition %d emitted %d orders and encoded %d", ErrPublish, pi, n, j.n)
+			case n != j.want:
+				err = fmt.Errorf("%w: partition %d emitted %d orders, counted %d", ErrPublish, pi, n, j.want)
 			}
 		}
-		q.done[slot] <- err
-	}
-}
-
-// dispatch hands out partitions while their slots are free.
-func (q *parallel) dispatch() {
-	for q.dispatched < len(q.parts) && q.dispatched < q.collected+len(q.bufs) {
-		q.jobs <- q.dispatched
-		q.dispatched++
+		q.done[pi%len(q.slots)] <- err
 	}
 }
 
 // collect waits for the next partition in order and returns its slot.
-func (q *parallel) collect() (*partBuf, error) {
-	slot := q.collected % len(q.bufs)
+func (q *parallel) collect() (*partJob, error) {
+	slot := q.collected % len(q.slots)
 	err := <-q.done[slot]
 	q.collected++
-	return &q.bufs[slot], err
+	return &q.slots[slot], err
+}
+
+// settle waits for every partition in flight (so no worker writes into a
+// claim any more).
+func (q *parallel) settle() {
+	for q.collected < q.dispatched {
+		q.collect()
+	}
 }
 
 // TakeFrozen writes f's state as one snapshot framed by m. With workers
 // started and at least ParallelMin resting orders, the resting orders are
 // cut into partitions of about PartitionOrders orders (at least four per
-// worker), encoded by the workers and stitched in order by the caller's
-// goroutine into the same claims, frames and bytes a linear take writes;
-// otherwise it is a linear take. A worker's failure fails the take.
+// worker, and small enough that two fit in the claimer's window), and
+// where the orders belong the workers encode them straight into Orders
+// batches the caller's goroutine claims ahead of them: the same claims,
+// frames and bytes a linear take writes. Otherwise it is a linear take. A
+// worker's failure fails the take.
 func (p *Publisher) TakeFrozen(f *engine.Frozen, m Marker) error {
 	q := p.par
 	if q == nil || f.Orders() < uint64(max(p.ParallelMin, 1)) {
@@ -242,26 +330,64 @@ func (p *Publisher) TakeFrozen(f *engine.Frozen, m Marker) error {
 	if per == 0 {
 		per = DefaultPartitionOrders
 	}
-	n := max(minPartitionsPerWorker*q.workers, int((f.Orders()+per-1)/per))
-	q.parts = f.AppendPartitions(q.parts[:0], n)
-	q.dispatched, q.collected, q.stitched, q.count, q.sum = 0, 0, false, 0, 0
-	q.dispatch()
-	err := f.SnapshotWithoutOrders(parSink{p})
-	for q.collected < q.dispatched { // leave the workers idle
-		q.collect()
+	// Direct: a partition's batches within half the window, so that the
+	// claims a partition needs never wait on claims of its own.
+	frame := logbufFrame(batchHeader + p.nOrders*orderLength)
+	q.ac, q.direct = p.c.(stream.AheadClaimer)
+	if q.direct && q.ac.Window() < 4*frame {
+		q.direct = false
 	}
+	if q.direct {
+		per = max(1, min(per, uint64(q.ac.Window()/2/frame*p.nOrders)))
+	}
+	total := f.Orders()
+	n := max(minPartitionsPerWorker*q.workers, int((total+per-1)/per))
+	q.parts = f.AppendPartitions(q.parts[:0], n)
+	q.starts = append(q.starts[:0], 0)
+	for _, pt := range q.parts {
+		q.starts = append(q.starts, q.starts[len(q.starts)-1]+pt.Estimate)
+	}
+	q.dispatched, q.collected, q.stitched, q.count, q.sum = 0, 0, false, 0, 0
+	q.head, q.first, q.claimed, q.total, q.owned = 0, 0, 0, total, 0
+	for i := range q.slots {
+		q.slots[i].more = nil
+		if !q.direct {
+			q.slots[i].more = q.grows[i]
+		}
+	}
+	if !q.direct {
+		q.dispatchCopy() // the workers start now
+	}
+	err := f.SnapshotWithoutOrders(parSink{p})
+	q.settle() // leave the workers idle
+	if err == nil && !q.stitched {
+		err = fmt.Errorf("%w: the stream had no place for the resting orders", ErrPublish)
+	}
+	for _, b := range q.ahead[q.head:] { // only after a failure
+		q.ac.AbortAhead(b.ticket)
+	}
+	q.ac = nil
+	clear(q.ahead)
+	q.ahead = q.ahead[:0]
 	clear(q.parts) // drop the frozen state
 	q.parts = q.parts[:0]
+	for i := range q.slots {
+		clear(q.slots[i].batches)
+	}
 	if err != nil {
 		return p.fail(err)
 	}
 	return nil
 }
 
+// logbufFrame is the log bytes of a frame with payload bytes: the header,
+// aligned to 32.
+func logbufFrame(payload int) int { return (payload + 32 + 31) &^ 31 }
+
 // parSink is the owner's sink during a parallel take: the engine streams
 // every record but the resting orders to it (SnapshotWithoutOrders) while
 // the workers encode them; where the orders belong (before the first armed
-// trigger, or End) the workers' output is stitched in, in partition order.
+// trigger, or End) the workers' output is placed, in partition order.
 // Nothing else is claimed between the marks and that point, so the claims
 // are the linear take's.
 type parSink struct{ *Publisher }
@@ -297,8 +423,10 @@ func (s parSink) OnEnd(sources, instruments, orders, triggers uint64, nonOrderHa
 
 var errWorker = errors.New("worker failed")
 
-// stitch, once per take, copies the partitions' entries in order into
-// Orders batches claimed exactly as the linear path claims them.
+// stitch, once per take, places the resting orders: directly, by having
+// the workers encode them into Orders batches claimed ahead and committing
+// the batches in order; or by copying the workers' chunks into batches
+// claimed as a linear take claims them.
 func (p *Publisher) stitch() error {
 	q := p.par
 	if p.err != nil {
@@ -308,24 +436,240 @@ func (p *Publisher) stitch() error {
 		return nil
 	}
 	q.stitched = true
-	for i := range q.parts {
-		b, err := q.collect()
+	if !q.direct {
+		return p.stitchCopy()
+	}
+	p.closeBatch()
+	for q.collected < len(q.parts) {
+		blocked, err := p.dispatch()
+		if err != nil {
+			return err
+		}
+		if q.collected == q.dispatched {
+			// Back-pressured with nothing in flight: the claims this
+			// partition took so far hold the reader back (a reader's
+			// window smaller than the log's), so the owner encodes it,
+			// committing batches as it fills them.
+			if !blocked {
+				return p.fail(fmt.Errorf("%w: no partition to hand out", ErrPublish))
+			}
+			if err := p.encodeHere(); err != nil {
+				return err
+			}
+			continue
+		}
+		i := q.collected
+		j, err := q.collect()
 		if err != nil {
 			return p.fail(fmt.Errorf("%w: %w on partition %d: %w", ErrPublish, errWorker, i, err))
 		}
-		q.count += b.n
-		q.sum += b.sum
-		if err := p.stitchPart(b); err != nil {
-			return err
-		}
-		q.dispatch() // b's slot is free again
+		q.count += j.n
+		q.sum += j.sum
+		clear(j.batches)
+		p.commitAhead(q.starts[i+1])
 	}
 	return nil
 }
 
-// stitchPart copies one partition's entries.
-func (p *Publisher) stitchPart(b *partBuf) error {
-	src := b.buf[:int(b.n)*orderLength]
+// dispatch hands out partitions while slots are free, claiming the batches
+// each writes into; blocked reports a claim back-pressured.
+func (p *Publisher) dispatch() (blocked bool, err error) {
+	q := p.par
+	for q.dispatched < len(q.parts) && q.dispatched < q.collected+len(q.slots) {
+		i := q.dispatched
+		from, to := q.starts[i], q.starts[i+1]
+		per := uint64(p.nOrders)
+		last := q.claimed // batches needed: through the one holding entry to-1
+		if to > from {
+			last = int((to-1)/per) + 1
+		}
+		for q.claimed < last {
+			ok, err := p.claimAhead()
+			if err != nil || !ok {
+				return !ok, err
+			}
+		}
+		j := &q.slots[i%len(q.slots)]
+		k0 := int(from / per)
+		j.batches = j.batches[:0]
+		if to > from {
+			for k := k0; k < last; k++ {
+				j.batches = append(j.batches, q.ahead[q.head+k-q.first].buf)
+			}
+		}
+		j.per, j.skip, j.want = p.nOrders, int(from-uint64(k0)*per), to-from
+		j.b, j.slot, j.n, j.sum = 0, j.skip, 0, 0
+		q.jobs <- i
+		q.dispatched++
+	}
+	return false, nil
+}
+
+// encodeHere encodes the next partition on the owner's goroutine into the
+// batches claimed for it and, as it runs out of them, commits the batches
+// written and claims more (ownMore), waiting for the reader as a linear
+// take does.
+func (p *Publisher) encodeHere() error {
+	q := p.par
+	i := q.dispatched
+	from, to := q.starts[i], q.starts[i+1]
+	per := uint64(p.nOrders)
+	j := &q.own
+	k0 := int(from / per)
+	j.batches = j.batches[:0]
+	if to > from {
+		for k := k0; k < q.claimed; k++ {
+			j.batches = append(j.batches, q.ahead[q.head+k-q.first].buf)
+		}
+	}
+	j.per, j.skip, j.want = p.nOrders, int(from-uint64(k0)*per), to-from
+	j.b, j.slot, j.n, j.sum = 0, j.skip, 0, 0
+	n, sum, err := q.parts[i].Emit(j)
+	clear(j.batches)
+	switch {
+	case p.err != nil:
+		return p.err
+	case err != nil:
+		return p.fail(fmt.Errorf("%w: partition %d: %w", ErrPublish, i, err))
+	case n != j.n || n != j.want:
+		return p.fail(fmt.Errorf("%w: partition %d emitted %d orders, encoded %d, counted %d", ErrPublish, i, n, j.n, j.want))
+	}
+	q.dispatched++
+	q.collected++
+	q.owned++
+	q.count += n
+	q.sum += sum
+	p.commitAhead(to)
+	return nil
+}
+
+// ownMore is the owner's job's more: it commits the batches below the
+// next entry and claims one more, retrying until the reader makes room.
+func (p *Publisher) ownMore() error {
+	q := p.par
+	p.commitAhead(q.starts[q.dispatched] + q.own.n)
+	for {
+		ok, err := p.claimAhead()
+		if err != nil {
+			return err
+		}
+		if ok {
+			q.own.batches = append(q.own.batches, q.ahead[len(q.ahead)-1].buf)
+			return nil
+		}
+	}
+}
+
+// claimAhead claims the next Orders batch, writes its header and count,
+// and zeroes what its entries will not fill (as closeBatch leaves a
+// linear take's last batch). When back-pressured it lets the reader move
+// (idle) and tries once more; ok is false if the claim is still
+// back-pressured.
+func (p *Publisher) claimAhead() (ok bool, err error) {
+	q := p.par
+	k := q.claimed
+	var buf []byte
+	var pos int64
+	var ticket int
+	for try := 0; ; try++ {
+		buf, pos, ticket, err = q.ac.ClaimAhead(batchHeader + p.nOrders*orderLength)
+		if err != nil {
+			return false, p.fail(err)
+		}
+		if pos >= 0 {
+			break
+		}
+		if pos != stream.BackPressured && pos != stream.AdminAction {
+			return false, p.fail(fmt.Errorf("%w: claim failed with position %d", ErrPublish, pos))
+		}
+		if try == 1 || p.idle == nil {
+			return false, nil
+		}
+		if err := p.idle(); err != nil {
+			return false, p.fail(err)
+		}
+	}
+	n := int(min(uint64(p.nOrders), q.total-uint64(k)*uint64(p.nOrders)))
+	q.ahead = append(q.ahead, aheadBatch{buf: buf, ticket: ticket, n: n})
+	q.claimed++
+	if err = p.ord.WrapAndApplyHeader(buf, 0); err == nil {
+		_, err = p.ord.EntriesCount(n)
+	}
+	if err != nil {
+		return false, p.fail(err)
+	}
+	clear(buf[batchHeader+n*orderLength:])
+	return true, nil
+}
+
+// commitAhead checksums and commits, in order, the batches claimed ahead
+// whose entries are all below entry end.
+func (p *Publisher) commitAhead(end uint64) {
+	q := p.par
+	per := uint64(p.nOrders)
+	for q.head < len(q.ahead) {
+		b := &q.ahead[q.head]
+		if uint64(q.first)*per+uint64(b.n) > end {
+			break
+		}
+		p.sum = checksum(p.sum, b.buf[:batchHeader+b.n*orderLength])
+		q.ac.CommitAhead(b.ticket)
+		*b = aheadBatch{}
+		q.head++
+		q.first++
+	}
+	if q.head == len(q.ahead) {
+		q.ahead, q.head = q.ahead[:0], 0
+	} else if q.head > 1024 && 2*q.head > len(q.ahead) {
+		n := copy(q.ahead, q.ahead[q.head:])
+		clear(q.ahead[n:])
+		q.ahead, q.head = q.ahead[:n], 0
+	}
+}
+
+// dispatchCopy hands out partitions, for a copying take, while their slots
+// are free.
+func (q *parallel) dispatchCopy() {
+	for q.dispatched < len(q.parts) && q.dispatched < q.collected+len(q.slots) {
+		i := q.dispatched
+		j := &q.slots[i%len(q.slots)]
+		j.batches = j.batches[:0]
+		j.per, j.skip, j.want = chunkEntries, 0, q.starts[i+1]-q.starts[i]
+		j.b, j.slot, j.n, j.sum = 0, 0, 0, 0
+		q.jobs <- i
+		q.dispatched++
+	}
+}
+
+// stitchCopy collects the partitions in order and copies each one's
+// entries out of its chunks into Orders batches, handing the next
+// partition to the freed slot.
+func (p *Publisher) stitchCopy() error {
+	q := p.par
+	for i := range q.parts {
+		j, err := q.collect()
+		if err != nil {
+			return p.fail(fmt.Errorf("%w: %w on partition %d: %w", ErrPublish, errWorker, i, err))
+		}
+		q.count += j.n
+		q.sum += j.sum
+		left := int(j.n)
+		for _, c := range j.batches {
+			m := min(left, chunkEntries)
+			if err := p.copyEntries(c[batchHeader : batchHeader+m*orderLength]); err != nil {
+				return err
+			}
+			left -= m
+		}
+		j.batches = j.batches[:0]
+		q.dispatchCopy() // j's slot is free again
+	}
+	return nil
+}
+
+// copyEntries copies encoded entries into Orders batches, claimed as a
+// linear take claims them.
+func (p *Publisher) copyEntries(src []byte) error {
 	for len(src) > 0 {
 		if p.kind != batchOrders || p.oi == p.ocap {
 			if err := p.openBatch(batchOrders); err != nil {

@@ -18,13 +18,21 @@ import (
 // back-pressured and at the end.
 func captureWith(t testing.TB, p *Publisher, l *logbuf.Log, pub *logbuf.ExclusivePublication, img *logbuf.Image, take func(*Publisher) error) ([][]byte, error) {
 	t.Helper()
+	return captureWindow(t, p, l.TermWindowLength(), pub, img, take)
+}
+
+// captureWindow is captureWith with a reader that lets the publisher run
+// window bytes ahead of it.
+func captureWindow(t testing.TB, p *Publisher, window int, pub *logbuf.ExclusivePublication, img *logbuf.Image, take func(*Publisher) error) ([][]byte, error) {
+	t.Helper()
 	var frags [][]byte
 	drain := func() {
 		img.Poll(func(buf []byte, off, n int, _ logbuf.Header) {
 			frags = append(frags, slices.Clone(buf[off:off+n]))
 		}, 1<<30)
-		pub.SetPositionLimit(img.Position() + int64(l.TermWindowLength()))
+		pub.SetPositionLimit(img.Position() + int64(window))
 	}
+	pub.SetPositionLimit(img.Position() + int64(window))
 	p.idle = func() error { drain(); return nil }
 	err := take(p)
 	drain()
@@ -90,8 +98,8 @@ func TestParallelIdentical(t *testing.T) {
 							t.Fatal(err)
 						}
 						sameFrags(t, want, got)
-						if p.par.count != uint64(n) { // the parallel path ran
-							t.Fatalf("workers encoded %d orders, want %d", p.par.count, n)
+						if p.par.count != uint64(n) || (n > 0 && !p.par.direct) { // the direct parallel path ran
+							t.Fatalf("workers encoded %d orders (direct %v), want %d directly", p.par.count, p.par.direct, n)
 						}
 					}
 					r, err := loadFrags(want)
@@ -107,6 +115,92 @@ func TestParallelIdentical(t *testing.T) {
 	}
 }
 
+// claimOnly hides a claimer's claims ahead: a parallel take through it
+// copies.
+type claimOnly struct{ stream.Claimer }
+
+// TestParallelCopying: through a claimer that cannot claim ahead, a
+// parallel take copies the workers' chunks and is byte-identical to the
+// linear take, at batch-boundary sizes, several worker counts and
+// partition sizes (including partitions of more than one chunk).
+func TestParallelCopying(t *testing.T) {
+	for _, g := range geometries {
+		no, _ := BatchCapacity(g.mtu - 32)
+		for _, n := range []int{1, no, no + 1, 2*no + 1, 3001, 6 * chunkEntries} {
+			e := buildEngine(t, bookSpec{instruments: 5, sources: 4, orders: n, triggers: 30})
+			f := e.Clone()
+			want := capture(t, e, g.term, g.mtu)
+			// {1, 2*chunkEntries}: partitions of more than one chunk
+			for _, c := range []struct{ w, per int }{{1, 0}, {2, 7}, {3, 100}, {1, 2 * chunkEntries}} {
+				t.Run(fmt.Sprintf("mtu%d/orders%d/workers%d/per%d", g.mtu, n, c.w, c.per), func(t *testing.T) {
+					_, pub, img := newLog(t, g.term, g.mtu)
+					p, err := NewPublisher(claimOnly{&stream.PublicationClaimer{Pub: pub}}, nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					p.ParallelMin, p.PartitionOrders = 0, c.per
+					if err := p.StartWorkers(c.w); err != nil {
+						t.Fatal(err)
+					}
+					defer p.Close()
+					for range 2 {
+						got, err := captureWindow(t, p, g.term/2, pub, img, func(p *Publisher) error { return p.TakeFrozen(f, testMarker) })
+						if err != nil {
+							t.Fatal(err)
+						}
+						sameFrags(t, want, got)
+						if p.par.direct || p.par.count != uint64(n) {
+							t.Fatalf("direct %v, workers encoded %d orders: want a copying take of %d", p.par.direct, p.par.count, n)
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestParallelNarrowWindow: a reader that keeps the publisher closer than
+// the log's window, so that a partition's claims ahead wait on the reader
+// they hold back: the owner encodes such partitions itself, committing as
+// it goes, and the take stays byte-identical to the linear one. With the
+// log's own window the workers encode every partition.
+func TestParallelNarrowWindow(t *testing.T) {
+	g := geometries[0]
+	no, _ := BatchCapacity(g.mtu - 32)
+	frame := logbufFrame(batchHeader + no*orderLength)
+	s := bookSpec{instruments: 5, sources: 4, orders: 40 * no, triggers: 30}
+	e := buildEngine(t, s)
+	f := e.Clone()
+	lp, ll, lpub, limg := newParallel(t, g, 0)
+	want, err := captureWith(t, lp, ll, lpub, limg, func(p *Publisher) error { return p.TakeFrozen(f, testMarker) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, window := range []int{frame, 3 * frame, 10 * frame, ll.TermWindowLength()} {
+		t.Run(fmt.Sprintf("window%d", window), func(t *testing.T) {
+			p, l, pub, img := newParallel(t, g, 2)
+			p.PartitionOrders = 8 * no
+			if l.TermWindowLength() < 20*frame {
+				t.Fatalf("the log's window holds %d frames: too few for this test", l.TermWindowLength()/frame)
+			}
+			for range 2 {
+				got, err := captureWindow(t, p, window, pub, img, func(p *Publisher) error { return p.TakeFrozen(f, testMarker) })
+				if err != nil {
+					t.Fatal(err)
+				}
+				sameFrags(t, want, got)
+				owned := p.par.owned
+				switch {
+				case window < 8*frame && owned == 0:
+					t.Fatalf("window of %d frames: the owner encoded no partition", window/frame)
+				case window == l.TermWindowLength() && owned != 0:
+					t.Fatalf("the log's window: the owner encoded %d partitions, want the workers all", owned)
+				}
+			}
+		})
+	}
+}
+
 // TestParallelWorkerFailure injects a worker failure: the take fails with
 // ErrPublish, leaves no END, and the next take is whole and identical.
 func TestParallelWorkerFailure(t *testing.T) {
@@ -114,8 +208,15 @@ func TestParallelWorkerFailure(t *testing.T) {
 	e := buildEngine(t, bookSpec{instruments: 3, sources: 2, orders: 500, triggers: 7})
 	f := e.Clone()
 	want := capture(t, e, g.term, g.mtu)
-	for _, bad := range []int{0, 1, 2, 7, 12} {
+	for _, c := range []struct {
+		bad  int
+		copy bool
+	}{{0, false}, {1, false}, {2, false}, {7, false}, {12, false}, {0, true}, {7, true}, {12, true}} {
+		bad := c.bad
 		p, l, pub, img := newParallel(t, g, 3)
+		if c.copy {
+			p.c = claimOnly{p.c}
+		}
 		p.PartitionOrders = 40 // 13 partitions through 6 slots
 		injected := errors.New("injected")
 		p.par.fail = func(part int) error {
@@ -127,6 +228,9 @@ func TestParallelWorkerFailure(t *testing.T) {
 		frags, err := captureWith(t, p, l, pub, img, func(p *Publisher) error { return p.TakeFrozen(f, testMarker) })
 		if !errors.Is(err, ErrPublish) || !errors.Is(err, injected) || !errors.Is(err, errWorker) {
 			t.Fatalf("partition %d: error %v", bad, err)
+		}
+		if p.par.direct == c.copy {
+			t.Fatalf("partition %d: direct %v, want %v", bad, p.par.direct, !c.copy)
 		}
 		if _, err := loadFrags(frags); err == nil {
 			t.Fatal("a failed take loaded")
@@ -226,11 +330,11 @@ func TestSetParallel(t *testing.T) {
 	}
 }
 
-// TestPartBufFillsItsLines: a worker's partition buffer is exactly two
-// cache lines, so the slots the workers fill at once share none; its
-// padding is written for the fields' size and must follow them.
-func TestPartBufFillsItsLines(t *testing.T) {
-	if n := unsafe.Sizeof(partBuf{}); n != 128 {
-		t.Fatalf("partBuf is %d bytes, want 128: adjust its padding", n)
+// TestPartJobFillsItsLines: a worker's slot is exactly two cache lines,
+// so the slots the workers fill at once share none; its padding is written
+// for the fields' size and must follow them.
+func TestPartJobFillsItsLines(t *testing.T) {
+	if n := unsafe.Sizeof(partJob{}); n != 128 {
+		t.Fatalf("partJob is %d bytes, want 128: adjust its padding", n)
 	}
 }

@@ -41,6 +41,7 @@
 package enginesvc
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 
@@ -118,6 +119,37 @@ func (w *switchClaimer) TryClaim(n int) ([]byte, int64, error) { return w.c.TryC
 func (w *switchClaimer) Commit()                               { w.c.Commit() }
 func (w *switchClaimer) Abort()                                { w.c.Abort() }
 func (w *switchClaimer) MaxPayloadLength() int                 { return w.c.MaxPayloadLength() }
+
+// The claims ahead of a parallel take go to a publication that can hold
+// them (cluster.AheadPublication); with any other, Window is 0 and the
+// publisher takes linearly, so ClaimAhead is never called.
+var errNoAhead = errors.New("enginesvc: the snapshot publication cannot claim ahead")
+
+func (w *switchClaimer) ClaimAhead(n int) ([]byte, int64, int, error) {
+	if a, ok := w.c.(cluster.AheadPublication); ok {
+		return a.ClaimAhead(n)
+	}
+	return nil, 0, 0, errNoAhead
+}
+
+func (w *switchClaimer) CommitAhead(t int) {
+	if a, ok := w.c.(cluster.AheadPublication); ok {
+		a.CommitAhead(t)
+	}
+}
+
+func (w *switchClaimer) AbortAhead(t int) {
+	if a, ok := w.c.(cluster.AheadPublication); ok {
+		a.AbortAhead(t)
+	}
+}
+
+func (w *switchClaimer) Window() int {
+	if a, ok := w.c.(cluster.AheadPublication); ok {
+		return a.Window()
+	}
+	return 0
+}
 
 func (s *Service) publisher(pub cluster.Publication, idle func() error) (*snapshot.Publisher, error) {
 	s.sw.c, s.sw.idle = pub, idle

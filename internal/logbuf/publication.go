@@ -137,8 +137,11 @@ func (c *Claim) Abort() {
 // TryClaim claims a frame for a payload of length bytes, at most
 // [ExclusivePublication.MaxPayloadLength]: claims are never fragmented. On
 // success it returns the claim and the new position (after the frame, aligned).
-// The caller encodes into [Claim.Buffer] and must then Commit or Abort before
-// the next claim. When the current position is at or past the limit it
+// The caller encodes into [Claim.Buffer] and then commits or aborts the
+// claim. Several claims may be outstanding, as in Aeron: readers stop at
+// the first frame not yet committed, so one outstanding claim holds back
+// the frames claimed after it, and so the readers and the limit. When the
+// current position is at or past the limit it
 // returns [BackPressured] and a nil error. When the message does not fit in
 // the rest of the term, the rest is filled with a padding frame, the log
 // rotates to the next term and the claim is retried there.

@@ -37,6 +37,29 @@ type Claimer interface {
 	MaxPayloadLength() int
 }
 
+// AheadClaimer is a [Claimer] that can hold several claims at once: a
+// parallel snapshot take claims the batches its workers encode into ahead
+// of them. A claim made with ClaimAhead stays outstanding until
+// CommitAhead or AbortAhead with its ticket; they are called in the order
+// the claims were made, and a reader stops at the first claim outstanding,
+// so claims ahead keep the reader, and so the position limit, where they
+// began. TryClaim, Commit and Abort must not be used while claims made
+// ahead are outstanding.
+type AheadClaimer interface {
+	Claimer
+	// ClaimAhead claims as TryClaim does, leaving earlier claims ahead
+	// outstanding, and returns a ticket for CommitAhead or AbortAhead.
+	ClaimAhead(length int) (buf []byte, position int64, ticket int, err error)
+	// CommitAhead publishes the claim of ticket; AbortAhead turns it into
+	// padding.
+	CommitAhead(ticket int)
+	AbortAhead(ticket int)
+	// Window is the most bytes of frames that can be claimed ahead of
+	// the slowest reader (the log's term window): more claims ahead than
+	// that are back-pressured until the first of them is committed.
+	Window() int
+}
+
 // Aeron's publication results that mean "try again".
 const (
 	BackPressured int64 = -2 // Publication.BACK_PRESSURED
@@ -52,6 +75,9 @@ type PublicationClaimer struct {
 	// last frame is told from a whole one after a crash).
 	Checksum func(payload []byte) int64
 	c        logbuf.Claim
+	// The claims made ahead, by ticket; reset once the last is done.
+	ahead []logbuf.Claim
+	done  int
 }
 
 // TryClaim implements [Claimer].
@@ -77,6 +103,45 @@ func (a *PublicationClaimer) Abort() { a.c.Abort() }
 
 // MaxPayloadLength implements [Claimer].
 func (a *PublicationClaimer) MaxPayloadLength() int { return a.Pub.MaxPayloadLength() }
+
+// ClaimAhead implements [AheadClaimer]. After the claims ahead of the first
+// take, claiming allocates nothing.
+func (a *PublicationClaimer) ClaimAhead(length int) ([]byte, int64, int, error) {
+	c, pos, err := a.Pub.TryClaim(length)
+	if err != nil || pos < 0 {
+		return nil, pos, 0, err
+	}
+	a.ahead = append(a.ahead, c)
+	t := len(a.ahead) - 1
+	return a.ahead[t].Buffer(), pos, t, nil
+}
+
+// CommitAhead implements [AheadClaimer], with the frame's checksum as
+// Commit writes it.
+func (a *PublicationClaimer) CommitAhead(ticket int) {
+	c := &a.ahead[ticket]
+	if a.Checksum != nil {
+		c.SetReservedValue(a.Checksum(c.Buffer()))
+	}
+	c.Commit()
+	a.doneAhead()
+}
+
+// AbortAhead implements [AheadClaimer].
+func (a *PublicationClaimer) AbortAhead(ticket int) {
+	a.ahead[ticket].Abort()
+	a.doneAhead()
+}
+
+func (a *PublicationClaimer) doneAhead() {
+	if a.done++; a.done == len(a.ahead) {
+		clear(a.ahead) // drop the terms
+		a.ahead, a.done = a.ahead[:0], 0
+	}
+}
+
+// Window implements [AheadClaimer]: the log's term window.
+func (a *PublicationClaimer) Window() int { return a.Pub.Log().TermWindowLength() }
 
 // FragmentHandler receives one committed, unfragmented message:
 // buf[offset:offset+length], and the stream position just after its frame.

@@ -75,6 +75,58 @@ func TestClaimAndPoll(t *testing.T) {
 	}
 }
 
+// Claims made ahead stay outstanding together: a reader stops at the first
+// one not committed and then reads them all, in order, once they are; an
+// aborted one is padding; each commit writes its frame's checksum; and the
+// tickets start again from 0 once every claim ahead is done. Window is
+// the log's term window.
+func TestClaimAhead(t *testing.T) {
+	l, err := logbuf.New(64*1024, 1408, 0, 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &stream.PublicationClaimer{Pub: l.Publication(), Checksum: func(p []byte) int64 { return int64(p[0]) }}
+	var ac stream.AheadClaimer = c
+	if ac.Window() != l.TermWindowLength() {
+		t.Fatalf("Window %d, want the term window %d", ac.Window(), l.TermWindowLength())
+	}
+	src := stream.NewImageSource(l.ImageAt(0))
+	for round := range 2 {
+		var bufs [][]byte
+		var tickets []int
+		for i := range 4 {
+			buf, pos, tk, err := ac.ClaimAhead(40)
+			if err != nil || pos < 0 {
+				t.Fatalf("round %d claim %d: position %d, %v", round, i, pos, err)
+			}
+			if tk != i {
+				t.Fatalf("round %d claim %d: ticket %d, want %d", round, i, tk, i)
+			}
+			buf[0] = byte(10*round + i + 1)
+			bufs, tickets = append(bufs, buf), append(tickets, tk)
+		}
+		if got := drain(src, 10); len(got) != 0 {
+			t.Fatalf("round %d: %d fragments read before any commit", round, len(got))
+		}
+		ac.CommitAhead(tickets[0])
+		if got := drain(src, 10); len(got) != 1 || got[0].payload[0] != bufs[0][0] {
+			t.Fatalf("round %d: after the first commit read %d fragments, want the first", round, len(got))
+		}
+		ac.AbortAhead(tickets[1])
+		ac.CommitAhead(tickets[2])
+		ac.CommitAhead(tickets[3])
+		got := drain(src, 10)
+		if len(got) != 2 || got[0].payload[0] != bufs[2][0] || got[1].payload[0] != bufs[3][0] {
+			t.Fatalf("round %d: read %d fragments after the rest, want claims 2 and 3 (1 aborted)", round, len(got))
+		}
+	}
+	var reserved []int64
+	l.ImageAt(0).Poll(func(_ []byte, _, _ int, hdr logbuf.Header) { reserved = append(reserved, hdr.ReservedValue()) }, 10)
+	if want := []int64{1, 3, 4, 11, 13, 14}; !slices.Equal(reserved, want) {
+		t.Errorf("reserved values %v, want %v (each committed frame's checksum)", reserved, want)
+	}
+}
+
 // A FrameSource hands its payloads in order, limit at a time, with
 // positions advancing by each frame's aligned length from 0.
 func TestFrameSource(t *testing.T) {
