@@ -122,17 +122,27 @@
 // running and at least [Publisher.ParallelMin] resting orders
 // ([DefaultParallelMin], from a measured crossover: docs/performance.md),
 // the book is cut with [engine.Frozen.AppendPartitions] into partitions of
-// about [Publisher.PartitionOrders] orders, at least four per worker. Partition i
-// is encoded by whichever worker takes it into pooled slot i mod 2n, its
-// entries back to back (the same putOrder the linear path uses); the
-// caller's goroutine walks everything but the resting orders
-// (Frozen.SnapshotWithoutOrders) and, where the orders belong, stitches the
-// partitions in order into Orders batches claimed exactly as a linear take
-// claims them (same batch sizes, frames, headers and group counts,
-// same checksum over the same bytes), handing out partition i+2n as soon as
-// partition i's slot is copied. So stitching overlaps encoding, and the
-// pooled memory is 2n partitions, never the whole book. End's state hash is
-// NonOrderHash plus the partitions' hash sums. The output is
+// about [Publisher.PartitionOrders] orders, at least four per worker, and
+// each small enough that two fit in the claimer's window. The caller's
+// goroutine (the owner) walks everything but the resting orders
+// (Frozen.SnapshotWithoutOrders); where the orders belong it claims the
+// Orders batches, in order and exactly as a linear take claims them (same
+// batch sizes, frames, headers and group counts), ahead of the workers
+// ([stream.AheadClaimer]: several claims outstanding, committed in order;
+// a reader stops at the first one outstanding), and hands partition i,
+// with the batches its entries fall in, to whichever worker takes it. The
+// worker encodes the partition's entries straight into those batches (the
+// same putRun the linear path uses). The owner collects partitions in
+// order and commits each batch, with the same checksum over the same
+// bytes, once every partition writing into it is done; at most 2n
+// partitions are in flight. When a claim ahead is back-pressured with
+// nothing in flight (a reader's window narrower than the claimer's), the
+// owner encodes that partition itself, committing batches as it fills
+// them. Through a claimer that cannot claim ahead (an Aeron host's
+// publication) the take copies instead: the workers encode into 48 KiB
+// chunks pooled by their slots from the start of the take, and the owner
+// copies them in order into batches claimed as a linear take claims them.
+// End's state hash is NonOrderHash plus the partitions' hash sums. The output is
 // byte-identical to the linear take (TestParallelIdentical, at many sizes,
 // worker counts and partition sizes; difftest --workers checks it on every
 // parallel snapshot it takes). A worker's error fails the take. After the
