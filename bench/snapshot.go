@@ -186,35 +186,49 @@ func snapBook(b *testing.B, n int) *engine.Frozen {
 // one untimed take that fills the pools. Metrics: ns/order, wire-B/order
 // (log bytes of one snapshot per resting order), allocs/op.
 func BenchSnapshotTake(b *testing.B, sizes []int) {
+	eachTake(b, sizes, func(b *testing.B, f *engine.Frozen, n, w int) {
+		r, err := NewSnapRig(1408, w)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer r.Close()
+		wire, err := r.Take(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		timeTakes(b, n, func() error { _, err := r.Take(f); return err })
+		b.ReportMetric(float64(wire)/float64(n), "wire-B/order")
+	})
+}
+
+// eachTake runs fn as a sub-benchmark for each size, linear and with 2
+// workers, on the snapshot book of that size.
+func eachTake(b *testing.B, sizes []int, fn func(b *testing.B, f *engine.Frozen, n, workers int)) {
 	for _, n := range sizes {
 		for _, w := range []int{0, 2} {
 			name := "linear"
 			if w > 0 {
 				name = fmt.Sprintf("workers=%d", w)
 			}
-			b.Run(sizeName(n)+"/"+name, func(b *testing.B) {
-				f := snapBook(b, n)
-				r, err := NewSnapRig(1408, w)
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer r.Close()
-				wire, err := r.Take(f)
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.ReportAllocs()
-				b.ResetTimer()
-				for b.Loop() {
-					if _, err := r.Take(f); err != nil {
-						b.Fatal(err)
-					}
-				}
-				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/order")
-				b.ReportMetric(float64(wire)/float64(n), "wire-B/order")
-			})
+			b.Run(sizeName(n)+"/"+name, func(b *testing.B) { fn(b, snapBook(b, n), n, w) })
 		}
 	}
+}
+
+// timeTakes times take once per op after an untimed one that fills the
+// pools, and reports allocs/op and ns/order for a book of n orders.
+func timeTakes(b *testing.B, n int, take func() error) {
+	if err := take(); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if err := take(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/order")
 }
 
 // flatClaimer is a [stream.Claimer] over a ring of the log's size (three
@@ -266,41 +280,20 @@ func (c *flatClaimer) Window() int     { return SnapTermLength / 2 }
 // Metrics: ns/order, payload-B/order (bytes claimed per resting order),
 // allocs/op.
 func BenchSnapshotTakeNoLog(b *testing.B, sizes []int) {
-	for _, n := range sizes {
-		for _, w := range []int{0, 2} {
-			name := "linear"
-			if w > 0 {
-				name = fmt.Sprintf("workers=%d", w)
-			}
-			b.Run(sizeName(n)+"/"+name, func(b *testing.B) {
-				f := snapBook(b, n)
-				c := &flatClaimer{buf: make([]byte, 3*SnapTermLength), maxPayload: 1408 - logbuf.HeaderLength}
-				clear(c.buf) // fault it in before the timing
-				p, err := snapshot.NewPublisher(c, nil)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if err := p.SetParallel(snapshot.Parallel{Workers: w, Min: 1}); err != nil {
-					b.Fatal(err)
-				}
-				defer p.Close()
-				take := func() {
-					c.claimed = 0
-					if err := p.TakeFrozen(f, SnapMarker); err != nil {
-						b.Fatal(err)
-					}
-				}
-				take()
-				b.ReportAllocs()
-				b.ResetTimer()
-				for b.Loop() {
-					take()
-				}
-				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/order")
-				b.ReportMetric(float64(c.claimed)/float64(n), "payload-B/order")
-			})
+	eachTake(b, sizes, func(b *testing.B, f *engine.Frozen, n, w int) {
+		c := &flatClaimer{buf: make([]byte, 3*SnapTermLength), maxPayload: 1408 - logbuf.HeaderLength}
+		clear(c.buf) // fault it in before the timing
+		p, err := snapshot.NewPublisher(c, nil)
+		if err != nil {
+			b.Fatal(err)
 		}
-	}
+		if err := p.SetParallel(snapshot.Parallel{Workers: w, Min: 1}); err != nil {
+			b.Fatal(err)
+		}
+		defer p.Close()
+		timeTakes(b, n, func() error { c.claimed = 0; return p.TakeFrozen(f, SnapMarker) })
+		b.ReportMetric(float64(c.claimed)/float64(n), "payload-B/order")
+	})
 }
 
 // BenchSnapshotRestore times a strict load of a captured snapshot of the

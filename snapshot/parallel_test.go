@@ -9,6 +9,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/matchlog/matchlog/engine"
 	"github.com/matchlog/matchlog/internal/logbuf"
 	"github.com/matchlog/matchlog/internal/stream"
 )
@@ -37,6 +38,20 @@ func captureWindow(t testing.TB, p *Publisher, window int, pub *logbuf.Exclusive
 	err := take(p)
 	drain()
 	return frags, err
+}
+
+// linearTake builds the engine of s and returns it, a frozen clone and the
+// clone's linear take in a log of geometry g.
+func linearTake(t *testing.T, g geometry, s bookSpec) (*engine.Engine, *engine.Frozen, [][]byte) {
+	t.Helper()
+	e := buildEngine(t, s)
+	f := e.Clone()
+	lp, ll, lpub, limg := newParallel(t, g, 0)
+	want, err := captureWith(t, lp, ll, lpub, limg, func(p *Publisher) error { return p.TakeFrozen(f, testMarker) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, f, want
 }
 
 // newParallel returns a publisher with workers over a fresh log.
@@ -78,14 +93,7 @@ func TestParallelIdentical(t *testing.T) {
 			sizes = []int{0, 1, no - 1, no, no + 1, 2 * no, 3001}
 		}
 		for _, n := range sizes {
-			s := bookSpec{instruments: 5, sources: 4, orders: n, triggers: 30}
-			e := buildEngine(t, s)
-			f := e.Clone()
-			lp, ll, lpub, limg := newParallel(t, g, 0)
-			want, err := captureWith(t, lp, ll, lpub, limg, func(p *Publisher) error { return p.TakeFrozen(f, testMarker) })
-			if err != nil {
-				t.Fatal(err)
-			}
+			e, f, want := linearTake(t, g, bookSpec{instruments: 5, sources: 4, orders: n, triggers: 30})
 			sameFrags(t, capture(t, e, g.term, g.mtu), want) // a frozen take is the engine's take
 			for _, c := range []struct{ w, per int }{{1, 0}, {2, 0}, {3, 0}, {8, 0}, {1, 7}, {2, 7}, {3, 100}, {2, no}} {
 				w := c.w
@@ -168,15 +176,8 @@ func TestParallelNarrowWindow(t *testing.T) {
 	g := geometries[0]
 	no, _ := BatchCapacity(g.mtu - 32)
 	frame := logbufFrame(batchHeader + no*orderLength)
-	s := bookSpec{instruments: 5, sources: 4, orders: 40 * no, triggers: 30}
-	e := buildEngine(t, s)
-	f := e.Clone()
-	lp, ll, lpub, limg := newParallel(t, g, 0)
-	want, err := captureWith(t, lp, ll, lpub, limg, func(p *Publisher) error { return p.TakeFrozen(f, testMarker) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, window := range []int{frame, 3 * frame, 10 * frame, ll.TermWindowLength()} {
+	_, f, want := linearTake(t, g, bookSpec{instruments: 5, sources: 4, orders: 40 * no, triggers: 30})
+	for _, window := range []int{frame, 3 * frame, 10 * frame, g.term / 2} {
 		t.Run(fmt.Sprintf("window%d", window), func(t *testing.T) {
 			p, l, pub, img := newParallel(t, g, 2)
 			p.PartitionOrders = 8 * no
