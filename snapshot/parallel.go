@@ -78,7 +78,8 @@ func (p *Publisher) SetParallel(o Parallel) error {
 func MaxLiveWorkers() int { return max(0, runtime.GOMAXPROCS(0)-2) }
 
 // minPartitionsPerWorker: however small the book, each worker gets several
-// partitions, so the owner can stitch the first while later ones encode.
+// partitions, so the owner can commit or copy the first while later ones
+// encode.
 const minPartitionsPerWorker = 4
 
 // slotsPerWorker is how many partitions each worker can have in flight: a

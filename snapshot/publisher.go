@@ -87,10 +87,12 @@ type Publisher struct {
 	// NewPublisher sets it to [DefaultParallelMin].
 	ParallelMin int
 	// PartitionOrders is about how many resting orders one partition of a
-	// parallel take holds (0: DefaultPartitionOrders). Smaller partitions
-	// let the owner start stitching sooner and bound the pooled buffers
-	// (2 per worker, each about PartitionOrders*47 bytes); larger ones cost
-	// fewer hand-offs.
+	// parallel take holds (0: DefaultPartitionOrders; a take encoding into
+	// claims ahead caps it so that two partitions' batches fit in the
+	// claimer's window). Smaller partitions let the workers start sooner
+	// and, in a copying take, bound the pooled chunks (2 partitions per
+	// worker, about PartitionOrders*47 bytes each); larger ones cost fewer
+	// hand-offs.
 	PartitionOrders int
 	par             *parallel
 }
