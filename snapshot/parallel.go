@@ -315,8 +315,11 @@ func (q *parallel) settle() {
 // worker, and small enough that two fit in the claimer's window), and
 // where the orders belong the workers encode them straight into Orders
 // batches the caller's goroutine claims ahead of them: the same claims,
-// frames and bytes a linear take writes. Otherwise it is a linear take. A
-// worker's failure fails the take.
+// frames and bytes a linear take writes. Through a claimer that cannot
+// claim ahead, or whose window holds fewer than four batches, the workers
+// encode into pooled chunks from the start and the caller's goroutine
+// copies them into its claims. Otherwise it is a linear take. A worker's
+// failure fails the take.
 func (p *Publisher) TakeFrozen(f *engine.Frozen, m Marker) error {
 	q := p.par
 	if q == nil || f.Orders() < uint64(max(p.ParallelMin, 1)) {
@@ -347,6 +350,11 @@ func (p *Publisher) TakeFrozen(f *engine.Frozen, m Marker) error {
 	q.starts = append(q.starts[:0], 0)
 	for _, pt := range q.parts {
 		q.starts = append(q.starts, q.starts[len(q.starts)-1]+pt.Estimate)
+	}
+	if got := q.starts[len(q.parts)]; got != total {
+		clear(q.parts)
+		q.parts = q.parts[:0]
+		return p.fail(fmt.Errorf("%w: the partitions count %d orders, the book %d", ErrPublish, got, total))
 	}
 	q.dispatched, q.collected, q.stitched, q.count, q.sum = 0, 0, false, 0, 0
 	q.head, q.first, q.claimed, q.total, q.owned = 0, 0, 0, total, 0
