@@ -121,8 +121,9 @@ func (w *switchClaimer) Abort()                                { w.c.Abort() }
 func (w *switchClaimer) MaxPayloadLength() int                 { return w.c.MaxPayloadLength() }
 
 // The claims ahead of a parallel take go to a publication that can hold
-// them (cluster.AheadPublication); with any other, Window is 0 and the
-// publisher takes linearly, so ClaimAhead is never called.
+// them (cluster.AheadPublication); with any other (an Aeron host's),
+// Window is 0 and the publisher's parallel take copies instead, so
+// ClaimAhead is never called.
 var errNoAhead = errors.New("enginesvc: the snapshot publication cannot claim ahead")
 
 func (w *switchClaimer) ClaimAhead(n int) ([]byte, int64, int, error) {
