@@ -113,7 +113,8 @@ type parallel struct {
 	grows   []func() error // per slot: its grow, bound once
 	parts   []engine.Partition
 	wg      sync.WaitGroup
-	fail    func(part int) error // test hook: a worker failure
+	fail    func(part int) error     // test hook: a worker failure
+	recut   func([]engine.Partition) // test hook: alters the cut
 
 	// per take, owner only
 	direct     bool
@@ -279,18 +280,24 @@ func (q *parallel) run() {
 			err = q.fail(pi)
 		}
 		if err == nil {
-			var n uint64
-			n, j.sum, err = q.parts[pi].Emit(j)
-			switch {
-			case err != nil:
-			case n != j.n:
-				err = fmt.Errorf("%w: partition %d emitted %d orders and encoded %d", ErrPublish, pi, n, j.n)
-			case n != j.want:
-				err = fmt.Errorf("%w: partition %d emitted %d orders, counted %d", ErrPublish, pi, n, j.want)
-			}
+			err = q.emit(pi, j)
 		}
 		q.done[pi%len(q.slots)] <- err
 	}
+}
+
+// emit encodes partition pi through j and checks that it encoded exactly
+// the orders the partition counted.
+func (q *parallel) emit(pi int, j *partJob) error {
+	n, sum, err := q.parts[pi].Emit(j)
+	j.sum = sum
+	switch {
+	case err != nil:
+		return err
+	case n != j.n || n != j.want:
+		return fmt.Errorf("%w: partition %d emitted %d orders, encoded %d, counted %d", ErrPublish, pi, n, j.n, j.want)
+	}
+	return nil
 }
 
 // collect waits for the next partition in order and returns its slot.
@@ -347,6 +354,9 @@ func (p *Publisher) TakeFrozen(f *engine.Frozen, m Marker) error {
 	total := f.Orders()
 	n := max(minPartitionsPerWorker*q.workers, int((total+per-1)/per))
 	q.parts = f.AppendPartitions(q.parts[:0], n)
+	if q.recut != nil {
+		q.recut(q.parts)
+	}
 	q.starts = append(q.starts[:0], 0)
 	for _, pt := range q.parts {
 		q.starts = append(q.starts, q.starts[len(q.starts)-1]+pt.Estimate)
@@ -450,18 +460,15 @@ func (p *Publisher) stitch() error {
 	}
 	p.closeBatch()
 	for q.collected < len(q.parts) {
-		blocked, err := p.dispatch()
-		if err != nil {
+		if err := p.dispatch(); err != nil {
 			return err
 		}
 		if q.collected == q.dispatched {
-			// Back-pressured with nothing in flight: the claims this
-			// partition took so far hold the reader back (a reader's
-			// window smaller than the log's), so the owner encodes it,
+			// dispatch stopped with a slot free and partitions left, so a
+			// claim was back-pressured with nothing in flight: the claims
+			// this partition took so far hold the reader back (a reader's
+			// window smaller than the log's). The owner encodes it,
 			// committing batches as it fills them.
-			if !blocked {
-				return p.fail(fmt.Errorf("%w: no partition to hand out", ErrPublish))
-			}
 			if err := p.encodeHere(); err != nil {
 				return err
 			}
@@ -481,37 +488,42 @@ func (p *Publisher) stitch() error {
 }
 
 // dispatch hands out partitions while slots are free, claiming the batches
-// each writes into; blocked reports a claim back-pressured.
-func (p *Publisher) dispatch() (blocked bool, err error) {
+// each writes into; it stops early at a claim back-pressured.
+func (p *Publisher) dispatch() error {
 	q := p.par
 	for q.dispatched < len(q.parts) && q.dispatched < q.collected+len(q.slots) {
 		i := q.dispatched
-		from, to := q.starts[i], q.starts[i+1]
-		per := uint64(p.nOrders)
-		last := q.claimed // batches needed: through the one holding entry to-1
-		if to > from {
-			last = int((to-1)/per) + 1
+		last := q.claimed // batches needed: through the one holding the partition's last entry
+		if to := q.starts[i+1]; to > q.starts[i] {
+			last = int((to-1)/uint64(p.nOrders)) + 1
 		}
 		for q.claimed < last {
-			ok, err := p.claimAhead()
-			if err != nil || !ok {
-				return !ok, err
+			if ok, err := p.claimAhead(); err != nil || !ok {
+				return err
 			}
 		}
-		j := &q.slots[i%len(q.slots)]
-		k0 := int(from / per)
-		j.batches = j.batches[:0]
-		if to > from {
-			for k := k0; k < last; k++ {
-				j.batches = append(j.batches, q.ahead[q.head+k-q.first].buf)
-			}
-		}
-		j.per, j.skip, j.want = p.nOrders, int(from-uint64(k0)*per), to-from
-		j.b, j.slot, j.n, j.sum = 0, j.skip, 0, 0
+		p.assign(&q.slots[i%len(q.slots)], i)
 		q.jobs <- i
 		q.dispatched++
 	}
-	return false, nil
+	return nil
+}
+
+// assign points j at partition i: the batches claimed so far that its
+// entries fall in, from the first entry's place on.
+func (p *Publisher) assign(j *partJob, i int) {
+	q := p.par
+	from, to := q.starts[i], q.starts[i+1]
+	per := uint64(p.nOrders)
+	k0 := int(from / per)
+	j.batches = j.batches[:0]
+	if to > from {
+		for k := k0; k < q.claimed && uint64(k)*per < to; k++ {
+			j.batches = append(j.batches, q.ahead[q.head+k-q.first].buf)
+		}
+	}
+	j.per, j.skip, j.want = p.nOrders, int(from-uint64(k0)*per), to-from
+	j.b, j.slot, j.n, j.sum = 0, j.skip, 0, 0
 }
 
 // encodeHere encodes the next partition on the owner's goroutine into the
@@ -521,34 +533,22 @@ func (p *Publisher) dispatch() (blocked bool, err error) {
 func (p *Publisher) encodeHere() error {
 	q := p.par
 	i := q.dispatched
-	from, to := q.starts[i], q.starts[i+1]
-	per := uint64(p.nOrders)
 	j := &q.own
-	k0 := int(from / per)
-	j.batches = j.batches[:0]
-	if to > from {
-		for k := k0; k < q.claimed; k++ {
-			j.batches = append(j.batches, q.ahead[q.head+k-q.first].buf)
-		}
-	}
-	j.per, j.skip, j.want = p.nOrders, int(from-uint64(k0)*per), to-from
-	j.b, j.slot, j.n, j.sum = 0, j.skip, 0, 0
-	n, sum, err := q.parts[i].Emit(j)
+	p.assign(j, i)
+	err := q.emit(i, j)
 	clear(j.batches)
 	switch {
 	case p.err != nil:
 		return p.err
 	case err != nil:
 		return p.fail(fmt.Errorf("%w: partition %d: %w", ErrPublish, i, err))
-	case n != j.n || n != j.want:
-		return p.fail(fmt.Errorf("%w: partition %d emitted %d orders, encoded %d, counted %d", ErrPublish, i, n, j.n, j.want))
 	}
 	q.dispatched++
 	q.collected++
 	q.owned++
-	q.count += n
-	q.sum += sum
-	p.commitAhead(to)
+	q.count += j.n
+	q.sum += j.sum
+	p.commitAhead(q.starts[i+1])
 	return nil
 }
 
