@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -199,6 +200,51 @@ func TestParallelNarrowWindow(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestParallelCountsChecked: a cut whose partition counts do not add up
+// to the book's orders fails before anything is claimed; counts that add
+// up but misplace orders (one partition over its count, one under) fail
+// the take in both ways of taking, leaving no END; the next take is whole
+// and identical.
+func TestParallelCountsChecked(t *testing.T) {
+	g := geometries[0]
+	e := buildEngine(t, bookSpec{instruments: 3, sources: 2, orders: 500, triggers: 7})
+	f := e.Clone()
+	want := capture(t, e, g.term, g.mtu)
+	for _, copying := range []bool{false, true} {
+		p, l, pub, img := newParallel(t, g, 2)
+		if copying {
+			p.c = claimOnly{p.c}
+		}
+		p.PartitionOrders = 40
+		take := func(p *Publisher) error { return p.TakeFrozen(f, testMarker) }
+
+		p.par.recut = func(parts []engine.Partition) { parts[1].Estimate++ }
+		frags, err := captureWith(t, p, l, pub, img, take)
+		if !errors.Is(err, ErrPublish) || !strings.Contains(err.Error(), "partitions count") {
+			t.Fatalf("copying %v: counts one over the book: error %v", copying, err)
+		}
+		if len(frags) != 0 {
+			t.Fatalf("copying %v: counts one over the book: %d frames written", copying, len(frags))
+		}
+
+		p.par.recut = func(parts []engine.Partition) { parts[1].Estimate++; parts[2].Estimate-- }
+		frags, err = captureWith(t, p, l, pub, img, take)
+		if !errors.Is(err, ErrPublish) {
+			t.Fatalf("copying %v: misplaced counts: error %v", copying, err)
+		}
+		if _, err := loadFrags(frags); err == nil {
+			t.Fatalf("copying %v: a take with misplaced counts loaded", copying)
+		}
+
+		p.par.recut = nil
+		got, err := captureWith(t, p, l, pub, img, take)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameFrags(t, want, got)
 	}
 }
 
