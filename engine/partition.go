@@ -264,16 +264,32 @@ func (b *book) walkOrders(si int, fn func(order) bool) {
 // many it emitted and the wrapping sum of their record hashes (see
 // [Frozen.NonOrderHash]).
 func (p Partition) Emit(s RestingSink) (count, hashSum uint64, err error) {
+	w := newEmitter(nil)
+	w.rs = s
+	w.runSink, _ = s.(RunSink)
+	return p.emit(w)
+}
+
+// EmitRuns is [Partition.Emit] into a RunSink: the same records and calls,
+// without the check of the sink's kind Emit makes (a type assertion, which
+// may allocate; see [Frozen.SnapshotRunsTo]).
+func (p Partition) EmitRuns(s RunSink) (count, hashSum uint64, err error) {
+	w := newEmitter(nil)
+	w.runSink = s
+	return p.emit(w)
+}
+
+func (p Partition) emit(w *emitter) (count, hashSum uint64, err error) {
 	if p.st == nil {
 		return 0, 0, nil
 	}
-	w := newEmitter(s, p.st.accts)
-	runs := w.runs
+	w.accts, w.run.accts = p.st.accts, p.st.accts
+	runFn := w.runs
 	for si := p.from.seg; si <= p.to.seg && si < p.st.segments(); si++ {
 		b, side := p.st.seg(si)
 		w.b, w.side = b, Side(side+1)
 		w.run.Instrument, w.run.Side = b.id, w.side
-		ow := orderWalk{b: b, buy: side == 0, runs: runs,
+		ow := orderWalk{b: b, buy: side == 0, runs: runFn,
 			hasFrom: si == p.from.seg && !p.from.whole, from: p.from.key,
 			hasTo: si == p.to.seg && !p.to.whole, to: p.to.key}
 		ow.run(b.levels[side])

@@ -25,16 +25,25 @@ func (s *state) counts() (orders, triggers uint64) {
 	return orders, triggers
 }
 
-// emitter walks a state into a sink (nil: hash only). Its methods are the
+// emitter walks a state into a sink (none: hash only). Its methods are the
 // tree callbacks, bound once, so a walk allocates nothing. Resting orders
 // come a run at a time (see [RunSink]): one digest loop a run
-// ([hashRestingRun]), then one call of the sink for the run when it is a
-// RunSink, or one OnResting a record when it is not.
+// ([hashRestingRun]), then one call of the sink for the run when it takes
+// runs, or one OnResting a record when it does not.
+//
+// At most one of full, sink and rs is set, and runSink only beside sink or
+// rs (the same value), each
+// the caller's own interface value. The emitter never converts one
+// interface type to another: in Go such a conversion is a type assertion
+// whose per-site cache the runtime grows, at random, with an allocation,
+// and a snapshot's entry points ([Frozen.SnapshotRunsTo],
+// [Partition.EmitRuns]) must allocate nothing.
 type emitter struct {
 	accts   []uint64
-	sink    Sink
-	rs      RestingSink
-	runSink RunSink // rs when it is a RunSink
+	full    SnapshotRunSink // every record, resting orders by runs
+	sink    Sink            // every record, resting orders one by one
+	rs      RestingSink     // resting orders one by one (a Partition's)
+	runSink RunSink         // resting orders by runs (a Partition's)
 	run     RestingRun
 	b       *book
 	side    Side
@@ -43,11 +52,62 @@ type emitter struct {
 	err     error
 }
 
-func newEmitter(rs RestingSink, accts []uint64) *emitter {
-	w := &emitter{rs: rs, accts: accts}
-	w.runSink, _ = rs.(RunSink)
+func newEmitter(accts []uint64) *emitter {
+	w := &emitter{accts: accts}
 	w.run.accts = accts
 	return w
+}
+
+// out reports whether the emitter writes records other than resting orders.
+func (w *emitter) out() bool { return w.full != nil || w.sink != nil }
+
+func (w *emitter) header(h Header) error {
+	if w.full != nil {
+		return w.full.OnHeader(h)
+	}
+	return w.sink.OnHeader(h)
+}
+
+func (w *emitter) source(source, seq uint64) error {
+	if w.full != nil {
+		return w.full.OnSourceHighWater(source, seq)
+	}
+	return w.sink.OnSourceHighWater(source, seq)
+}
+
+func (w *emitter) mark(b *book) error {
+	if w.full != nil {
+		return w.full.OnMark(b.id, b.tick, b.lot, b.minPrice, b.maxPrice, b.lastTrade, b.mark)
+	}
+	return w.sink.OnMark(b.id, b.tick, b.lot, b.minPrice, b.maxPrice, b.lastTrade, b.mark)
+}
+
+func (w *emitter) end(sources, instruments, orders, triggers uint64) error {
+	if w.full != nil {
+		return w.full.OnEnd(sources, instruments, orders, triggers, w.sum)
+	}
+	return w.sink.OnEnd(sources, instruments, orders, triggers, w.sum)
+}
+
+// emitTo streams s into sink (nil: hash only), by runs when sink is a
+// RunSink: the check [Engine.SnapshotTo] and [Frozen.SnapshotTo] make of a
+// sink of unknown kind (a type assertion, see [emitter]).
+func (s *state) emitTo(sink Sink, withOrders bool) (uint64, error) {
+	w := newEmitter(s.accts)
+	if sink != nil {
+		w.sink = sink
+		if withOrders {
+			w.runSink, _ = sink.(RunSink)
+		}
+	}
+	return s.emit(w, withOrders)
+}
+
+// emitRuns streams s into a sink known to take runs.
+func (s *state) emitRuns(sink SnapshotRunSink) (uint64, error) {
+	w := newEmitter(s.accts)
+	w.full = sink
+	return s.emit(w, true)
 }
 
 func (w *emitter) runs(os []order) bool {
@@ -55,6 +115,10 @@ func (w *emitter) runs(os []order) bool {
 	price := w.b.price(os[0].px())
 	w.sum += hashRestingRun(w.b.id, w.side, price, os, w.accts)
 	switch {
+	case w.full != nil:
+		w.run.Price, w.run.orders = price, os
+		w.err = w.full.OnRestingRun(w.run)
+		w.run.orders = nil
 	case w.runSink != nil:
 		w.run.Price, w.run.orders = price, os
 		w.err = w.runSink.OnRestingRun(w.run)
@@ -66,56 +130,59 @@ func (w *emitter) runs(os []order) bool {
 				break
 			}
 		}
+	case w.sink != nil:
+		for i := range os {
+			o := &os[i]
+			if w.err = w.sink.OnResting(w.b.id, w.side, o.id, w.accts[o.acct()], price, o.qty, o.seq(), o.stp(), o.post()); w.err != nil {
+				break
+			}
+		}
 	}
 	return w.err == nil
 }
 
 func (w *emitter) trigger(t trigger) bool {
 	w.sum += HashTrigger(w.b.id, w.side, t.id, t.account, t.typ, t.tif, t.ref, t.stop, t.price, t.qty, t.seq(), t.stp(), t.post())
-	if w.sink != nil {
+	switch {
+	case w.full != nil:
+		w.err = w.full.OnArmedTrigger(w.b.id, w.side, t.id, t.account, t.typ, t.tif, t.ref, t.stop, t.price, t.qty, t.seq(), t.stp(), t.post())
+	case w.sink != nil:
 		w.err = w.sink.OnArmedTrigger(w.b.id, w.side, t.id, t.account, t.typ, t.tif, t.ref, t.stop, t.price, t.qty, t.seq(), t.stp(), t.post())
-		return w.err == nil
 	}
-	return true
+	return w.err == nil
 }
 
-// emit streams s into sink, or only hashes it when sink is nil, and returns
-// the state hash. Without orders it leaves out the resting-order records
-// (the header still counts them) and their digests.
-func (s *state) emit(sink Sink, withOrders bool) (uint64, error) {
+// emit streams s into the emitter w (one without a sink only hashes) and
+// returns the state hash. Without orders it leaves out the resting-order
+// records (the header still counts them) and their digests.
+func (s *state) emit(w *emitter, withOrders bool) (uint64, error) {
 	orders, triggers := s.counts()
-	var w *emitter
-	if sink == nil {
-		w = newEmitter(nil, s.accts)
-	} else {
-		w = newEmitter(sink, s.accts)
-		w.sink = sink
-	}
+	out := w.out()
 	w.sum = HashHeader(RecordVersion, s.nextSeq)
-	if sink != nil {
+	if out {
 		h := Header{Version: RecordVersion, NextSeq: s.nextSeq, Sources: uint64(len(s.sources)),
 			Instruments: uint64(len(s.books)), Orders: orders, Triggers: triggers}
-		if err := sink.OnHeader(h); err != nil {
+		if err := w.header(h); err != nil {
 			return 0, err
 		}
 	}
 	for _, m := range s.sources {
 		w.sum += HashSource(m.source, m.seq)
-		if sink != nil {
-			if err := sink.OnSourceHighWater(m.source, m.seq); err != nil {
+		if out {
+			if err := w.source(m.source, m.seq); err != nil {
 				return 0, err
 			}
 		}
 	}
 	for _, b := range s.books {
 		w.sum += HashMark(b.id, b.tick, b.lot, b.minPrice, b.maxPrice, b.lastTrade, b.mark)
-		if sink != nil {
-			if err := sink.OnMark(b.id, b.tick, b.lot, b.minPrice, b.maxPrice, b.lastTrade, b.mark); err != nil {
+		if out {
+			if err := w.mark(b); err != nil {
 				return 0, err
 			}
 		}
 	}
-	runs := w.runs
+	runFn := w.runs
 	for _, b := range s.books {
 		if !withOrders {
 			break
@@ -124,7 +191,7 @@ func (s *state) emit(sink Sink, withOrders bool) (uint64, error) {
 		for si := range 2 {
 			w.side = Side(si + 1)
 			w.run.Instrument, w.run.Side = b.id, w.side
-			ow := orderWalk{b: b, buy: si == 0, runs: runs}
+			ow := orderWalk{b: b, buy: si == 0, runs: runFn}
 			ow.run(b.levels[si])
 			if w.err != nil {
 				return 0, w.err
@@ -142,8 +209,8 @@ func (s *state) emit(sink Sink, withOrders bool) (uint64, error) {
 			}
 		}
 	}
-	if sink != nil {
-		if err := sink.OnEnd(uint64(len(s.sources)), uint64(len(s.books)), orders, triggers, w.sum); err != nil {
+	if out {
+		if err := w.end(uint64(len(s.sources)), uint64(len(s.books)), orders, triggers); err != nil {
 			return 0, err
 		}
 	}
@@ -166,7 +233,23 @@ func (e *Engine) liveState() state {
 // stream while the writer goes on, use [Engine.Clone].
 func (e *Engine) SnapshotTo(s Sink) error {
 	st := e.liveState()
-	_, err := st.emit(s, true)
+	_, err := st.emitTo(s, true)
+	return err
+}
+
+// SnapshotRunSink is a [Sink] that takes resting orders a run at a time
+// (see [RunSink]).
+type SnapshotRunSink interface {
+	Sink
+	OnRestingRun(run RestingRun) error
+}
+
+// SnapshotRunsTo is [Engine.SnapshotTo] into a sink known to take runs:
+// the same records, without asking the sink's kind at run time (see
+// [Frozen.SnapshotRunsTo]).
+func (e *Engine) SnapshotRunsTo(s SnapshotRunSink) error {
+	st := e.liveState()
+	_, err := st.emitRuns(s)
 	return err
 }
 
@@ -175,7 +258,7 @@ func (e *Engine) SnapshotTo(s Sink) error {
 // order.
 func (e *Engine) StateHash() uint64 {
 	st := e.liveState()
-	h, _ := st.emit(nil, true)
+	h, _ := st.emitTo(nil, true)
 	return h
 }
 
@@ -207,13 +290,23 @@ func (e *Engine) Clone() *Frozen {
 
 // SnapshotTo streams the frozen state to s.
 func (f *Frozen) SnapshotTo(s Sink) error {
-	_, err := f.st.emit(s, true)
+	_, err := f.st.emitTo(s, true)
+	return err
+}
+
+// SnapshotRunsTo is [Frozen.SnapshotTo] into a sink known to take runs: the
+// same records and calls, without the run-time check SnapshotTo makes of
+// its sink's kind. That check is a type assertion whose per-site cache the
+// Go runtime grows, at random, with an allocation; a take that must not
+// allocate calls this.
+func (f *Frozen) SnapshotRunsTo(s SnapshotRunSink) error {
+	_, err := f.st.emitRuns(s)
 	return err
 }
 
 // StateHash returns the state hash of the frozen state.
 func (f *Frozen) StateHash() uint64 {
-	h, _ := f.st.emit(nil, true)
+	h, _ := f.st.emitTo(nil, true)
 	return h
 }
 
@@ -228,7 +321,7 @@ func (f *Frozen) Orders() uint64 {
 // hash sums of every [Partition] to it gives [Frozen.StateHash], so parallel
 // encoders can compute the End record's hash without a second walk.
 func (f *Frozen) NonOrderHash() uint64 {
-	h, _ := f.st.emit(nil, false)
+	h, _ := f.st.emitTo(nil, false)
 	return h
 }
 
@@ -239,6 +332,6 @@ func (f *Frozen) NonOrderHash() uint64 {
 // a parallel take: the resting orders come from [Frozen.Partitions], whose
 // hash sums added to End's hash give the state hash.
 func (f *Frozen) SnapshotWithoutOrders(s Sink) error {
-	_, err := f.st.emit(s, false)
+	_, err := f.st.emitTo(s, false)
 	return err
 }

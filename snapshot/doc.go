@@ -70,7 +70,7 @@
 //
 // # Publishing
 //
-// [Publisher.Take] streams an engine through [engine.Engine.SnapshotTo].
+// [Publisher.Take] streams an engine through [engine.Engine.SnapshotRunsTo].
 // The Publisher writes through a [stream.Claimer] (TryClaim, Commit, Abort,
 // MaxPayloadLength); [stream.PublicationClaimer] adapts our log buffer's exclusive
 // publication and an adapter over an Aeron client Publication and its

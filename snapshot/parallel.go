@@ -289,7 +289,7 @@ func (q *parallel) run() {
 // emit encodes partition pi through j and checks that it encoded exactly
 // the orders the partition counted.
 func (q *parallel) emit(pi int, j *partJob) error {
-	n, sum, err := q.parts[pi].Emit(j)
+	n, sum, err := q.parts[pi].EmitRuns(j)
 	j.sum = sum
 	switch {
 	case err != nil:
@@ -331,7 +331,7 @@ func (p *Publisher) TakeFrozen(f *engine.Frozen, m Marker) error {
 	q := p.par
 	if q == nil || f.Orders() < uint64(max(p.ParallelMin, 1)) {
 		p.Reset(m)
-		if err := f.SnapshotTo(p); err != nil {
+		if err := f.SnapshotRunsTo(p); err != nil {
 			return p.fail(err)
 		}
 		return nil
@@ -344,7 +344,10 @@ func (p *Publisher) TakeFrozen(f *engine.Frozen, m Marker) error {
 	// Direct: a partition's batches within half the window, so that the
 	// claims a partition needs never wait on claims of its own.
 	frame := logbufFrame(batchHeader + p.nOrders*orderLength)
-	q.ac, q.direct = p.c.(stream.AheadClaimer)
+	// The claimer's kind was asked once, in NewPublisher: a type assertion
+	// at every take may allocate (the runtime grows its per-site cache at
+	// random), and a take allocates nothing.
+	q.ac, q.direct = p.ac, p.ac != nil
 	if q.direct && q.ac.Window() < 4*frame {
 		q.direct = false
 	}

@@ -128,6 +128,13 @@ func TestParallelIdentical(t *testing.T) {
 // copies.
 type claimOnly struct{ stream.Claimer }
 
+// copyThrough makes p's claimer one that cannot claim ahead, as if p had
+// been created with it.
+func copyThrough(p *Publisher) {
+	p.c = claimOnly{p.c}
+	p.ac = nil
+}
+
 // TestParallelCopying: through a claimer that cannot claim ahead, a
 // parallel take copies the workers' chunks and is byte-identical to the
 // linear take, at batch-boundary sizes, several worker counts and
@@ -216,7 +223,7 @@ func TestParallelCountsChecked(t *testing.T) {
 	for _, copying := range []bool{false, true} {
 		p, l, pub, img := newParallel(t, g, 2)
 		if copying {
-			p.c = claimOnly{p.c}
+			copyThrough(p)
 		}
 		p.PartitionOrders = 40
 		take := func(p *Publisher) error { return p.TakeFrozen(f, testMarker) }
@@ -262,7 +269,7 @@ func TestParallelWorkerFailure(t *testing.T) {
 		bad := c.bad
 		p, l, pub, img := newParallel(t, g, 3)
 		if c.copy {
-			p.c = claimOnly{p.c}
+			copyThrough(p)
 		}
 		p.PartitionOrders = 40 // 13 partitions through 6 slots
 		injected := errors.New("injected")

@@ -60,6 +60,7 @@ const (
 // first, a take allocates nothing. It is not safe for concurrent use.
 type Publisher struct {
 	c          stream.Claimer
+	ac         stream.AheadClaimer // c, when it claims ahead (asked once: see TakeFrozen)
 	idle       func() error
 	marker     Marker
 	maxPayload int
@@ -106,6 +107,7 @@ func NewPublisher(c stream.Claimer, idle func() error) (*Publisher, error) {
 		return nil, fmt.Errorf("%w: max payload %d is too small for one batch entry", ErrPublish, mp)
 	}
 	p := &Publisher{c: c, idle: idle, maxPayload: mp, ParallelMin: DefaultParallelMin}
+	p.ac, _ = c.(stream.AheadClaimer)
 	p.nOrders, p.nTriggers = BatchCapacity(mp)
 	return p, nil
 }
@@ -116,7 +118,7 @@ func NewPublisher(c stream.Claimer, idle func() error) (*Publisher, error) {
 // stream, and a strict [Loader] rejects it for lack of an END marker.
 func (p *Publisher) Take(e *engine.Engine, m Marker) error {
 	p.Reset(m)
-	if err := e.SnapshotTo(p); err != nil {
+	if err := e.SnapshotRunsTo(p); err != nil {
 		return p.fail(err)
 	}
 	return nil

@@ -112,7 +112,16 @@ func (s *Service) Engine() *engine.Engine { return s.eng }
 // switchClaimer lets one Publisher write into each snapshot's publication.
 type switchClaimer struct {
 	c    cluster.Publication
+	a    cluster.AheadPublication // c, when it claims ahead; else nil
 	idle func() error
+}
+
+// use switches to pub. Its kind is asked here, once a snapshot, not at
+// every claim: a type assertion costs a call on a miss of its cache, and
+// the runtime grows that cache, at random, with an allocation.
+func (w *switchClaimer) use(pub cluster.Publication, idle func() error) {
+	w.c, w.idle = pub, idle
+	w.a, _ = pub.(cluster.AheadPublication)
 }
 
 func (w *switchClaimer) TryClaim(n int) ([]byte, int64, error) { return w.c.TryClaim(n) }
@@ -127,33 +136,33 @@ func (w *switchClaimer) MaxPayloadLength() int                 { return w.c.MaxP
 var errNoAhead = errors.New("enginesvc: the snapshot publication cannot claim ahead")
 
 func (w *switchClaimer) ClaimAhead(n int) ([]byte, int64, int, error) {
-	if a, ok := w.c.(cluster.AheadPublication); ok {
-		return a.ClaimAhead(n)
+	if w.a != nil {
+		return w.a.ClaimAhead(n)
 	}
 	return nil, 0, 0, errNoAhead
 }
 
 func (w *switchClaimer) CommitAhead(t int) {
-	if a, ok := w.c.(cluster.AheadPublication); ok {
-		a.CommitAhead(t)
+	if w.a != nil {
+		w.a.CommitAhead(t)
 	}
 }
 
 func (w *switchClaimer) AbortAhead(t int) {
-	if a, ok := w.c.(cluster.AheadPublication); ok {
-		a.AbortAhead(t)
+	if w.a != nil {
+		w.a.AbortAhead(t)
 	}
 }
 
 func (w *switchClaimer) Window() int {
-	if a, ok := w.c.(cluster.AheadPublication); ok {
-		return a.Window()
+	if w.a != nil {
+		return w.a.Window()
 	}
 	return 0
 }
 
 func (s *Service) publisher(pub cluster.Publication, idle func() error) (*snapshot.Publisher, error) {
-	s.sw.c, s.sw.idle = pub, idle
+	s.sw.use(pub, idle)
 	if s.pub != nil {
 		return s.pub, nil // every snapshot publication has the node's MTU
 	}

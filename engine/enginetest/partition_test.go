@@ -72,10 +72,27 @@ func checkRuns(t *testing.T, what string, f *engine.Frozen, want Tape, parts []e
 	if len(want) > 0 && rt.runs == 0 {
 		t.Fatalf("%s: %d orders came in no run", what, len(want))
 	}
-	var got runTape
+	// SnapshotRunsTo: the same calls as SnapshotTo into the same sink.
+	var typed runTape
+	if err := f.SnapshotRunsTo(&typed); err != nil {
+		t.Fatalf("%s: SnapshotRunsTo: %v", what, err)
+	}
+	if typed.bad != "" || typed.runs != rt.runs || !slices.Equal(typed.Tape, rt.Tape) {
+		t.Fatalf("%s: SnapshotRunsTo gave %d records in %d runs (%s), SnapshotTo %d in %d", what,
+			len(typed.Tape), typed.runs, typed.bad, len(rt.Tape), rt.runs)
+	}
+	var got, gotTyped runTape
 	for i, p := range parts {
-		if _, _, err := p.Emit(&got); err != nil {
+		c, h, err := p.Emit(&got)
+		if err != nil {
 			t.Fatalf("%s: partition %d to a run sink: %v", what, i, err)
+		}
+		ct, ht, err := p.EmitRuns(&gotTyped)
+		if err != nil {
+			t.Fatalf("%s: partition %d, EmitRuns: %v", what, i, err)
+		}
+		if ct != c || ht != h {
+			t.Fatalf("%s: partition %d: EmitRuns counted %d (hash %x), Emit %d (%x)", what, i, ct, ht, c, h)
 		}
 	}
 	if got.bad != "" {
@@ -83,6 +100,10 @@ func checkRuns(t *testing.T, what string, f *engine.Frozen, want Tape, parts []e
 	}
 	if !slices.Equal(got.Tape, want) {
 		t.Fatalf("%s: %d partitions to a run sink: %d records, differing from the stream's %d", what, len(parts), len(got.Tape), len(want))
+	}
+	if gotTyped.bad != "" || gotTyped.runs != got.runs || !slices.Equal(gotTyped.Tape, got.Tape) {
+		t.Fatalf("%s: EmitRuns gave %d records in %d runs (%s), Emit %d in %d", what,
+			len(gotTyped.Tape), gotTyped.runs, gotTyped.bad, len(got.Tape), got.runs)
 	}
 }
 
