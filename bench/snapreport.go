@@ -19,7 +19,7 @@ type SnapOptions struct {
 	Orders  int // resting orders in the book (default 1M)
 	Workers int // parallel workers; 0 measures the linear take only
 	Takes   int // timed takes of each kind, and restores (default 7)
-	MTU     int // default 1,408
+	MTU     int // default SnapMTU (the node's stop-the-world snapshot MTU)
 	Seed    uint64
 	// Progress, if not nil, receives a line per stage.
 	Progress io.Writer
@@ -90,7 +90,7 @@ func SnapshotReport(o SnapOptions) (*SnapReport, error) {
 		o.Takes = 7
 	}
 	if o.MTU == 0 {
-		o.MTU = 1408
+		o.MTU = SnapMTU
 	}
 	if o.Seed == 0 {
 		o.Seed = 1

@@ -77,6 +77,11 @@ var (
 // term window (8 MiB) holds several thousand full batches at either MTU.
 const SnapTermLength = 16 << 20
 
+// SnapMTU is the MTU of the benchmarks' snapshot log: what the node's
+// stop-the-world snapshots use with terms of SnapTermLength
+// (cluster.Options.SnapshotMTU's default, [cluster.DefaultSnapshotMTU]).
+const SnapMTU = logbuf.MaxMTU
+
 // SnapRig is a publisher over an in-memory log whose only reader is a
 // drain: the publisher's idle function (called when back-pressured)
 // advances the image over whatever was committed and moves the position
@@ -182,12 +187,12 @@ func snapBook(b *testing.B, n int) *engine.Frozen {
 }
 
 // BenchSnapshotTake times takes of the snapshot book against a drain-only
-// reader, linear and with 2 workers, at MTU 1,408, one take per op, after
+// reader, linear and with 2 workers, at [SnapMTU], one take per op, after
 // one untimed take that fills the pools. Metrics: ns/order, wire-B/order
 // (log bytes of one snapshot per resting order), allocs/op.
 func BenchSnapshotTake(b *testing.B, sizes []int) {
 	eachTake(b, sizes, func(b *testing.B, f *engine.Frozen, n, w int) {
-		r, err := NewSnapRig(1408, w)
+		r, err := NewSnapRig(SnapMTU, w)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -274,14 +279,14 @@ func (c *flatClaimer) AbortAhead(int)  {}
 func (c *flatClaimer) Window() int     { return SnapTermLength / 2 }
 
 // BenchSnapshotTakeNoLog times the takes of [BenchSnapshotTake] with the
-// same publisher and batches (MTU 1,408) written into a flat ring of the
+// same publisher and batches (MTU [SnapMTU]) written into a flat ring of the
 // log's size instead of a log: what a take costs before the log's frames, claims,
 // cleaning and reader. The difference between the two is the log's share.
 // Metrics: ns/order, payload-B/order (bytes claimed per resting order),
 // allocs/op.
 func BenchSnapshotTakeNoLog(b *testing.B, sizes []int) {
 	eachTake(b, sizes, func(b *testing.B, f *engine.Frozen, n, w int) {
-		c := &flatClaimer{buf: make([]byte, 3*SnapTermLength), maxPayload: 1408 - logbuf.HeaderLength}
+		c := &flatClaimer{buf: make([]byte, 3*SnapTermLength), maxPayload: SnapMTU - logbuf.HeaderLength}
 		clear(c.buf) // fault it in before the timing
 		p, err := snapshot.NewPublisher(c, nil)
 		if err != nil {
@@ -303,7 +308,7 @@ func BenchSnapshotRestore(b *testing.B, sizes []int) {
 	for _, n := range sizes {
 		b.Run(sizeName(n), func(b *testing.B) {
 			f := snapBook(b, n)
-			fr, err := Capture(f, 1408)
+			fr, err := Capture(f, SnapMTU)
 			if err != nil {
 				b.Fatal(err)
 			}

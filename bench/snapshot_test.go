@@ -3,6 +3,8 @@ package bench
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/matchlog/matchlog/cluster"
 )
 
 // TestSnapshotReport runs the snapshot report on a small book and checks
@@ -17,8 +19,8 @@ func TestSnapshotReport(t *testing.T) {
 	if !r.Identical || !r.StateHashEqual {
 		t.Fatalf("identical %v, state hash equal %v", r.Identical, r.StateHashEqual)
 	}
-	// 47-byte entries, 29 to a 1,408-byte frame: 48.6 bytes an order plus
-	// the few fixed messages.
+	// 47-byte entries, 1,393 to a 65,504-byte frame (SnapMTU): 47.1 bytes
+	// an order plus the few fixed messages.
 	if r.WireBytesPerOrder < 47 || r.WireBytesPerOrder > 52 {
 		t.Fatalf("wire %.1f bytes/order", r.WireBytesPerOrder)
 	}
@@ -59,5 +61,13 @@ func TestSnapshotBook(t *testing.T) {
 	}
 	if a.Orders() != 3_000 || a.StateHash() != b.StateHash() || a.StateHash() == c.StateHash() {
 		t.Fatalf("orders %d, hashes %x %x %x", a.Orders(), a.StateHash(), b.StateHash(), c.StateHash())
+	}
+}
+
+// TestSnapMTUIsTheNodes: the benchmarks' snapshot MTU is the one the node
+// uses for a stop-the-world snapshot with the benchmarks' term length.
+func TestSnapMTUIsTheNodes(t *testing.T) {
+	if got := cluster.DefaultSnapshotMTU(SnapTermLength); got != SnapMTU {
+		t.Fatalf("the node's snapshot MTU at terms of %d is %d, the benchmarks' %d", SnapTermLength, got, SnapMTU)
 	}
 }

@@ -148,9 +148,10 @@ func (na *nodeArchive) newRecording(rec *archive.Recording, log *logbuf.Log, img
 // must be durable before recording.log names them anyway, synced as they
 // are written instead of a segment's worth of dirty pages flushed at once,
 // which stalls the log's writes on the same disk for tens of ms).
-func (na *nodeArchive) StartRecording(log *logbuf.Log, channel string, sparse, syncEach bool) (*nodeRecording, error) {
+func (na *nodeArchive) StartRecording(log *logbuf.Log, channel, original string, sparse, syncEach bool) (*nodeRecording, error) {
 	img := log.ImageAt(log.TailPosition())
-	rec, err := na.a.StartRecording(archive.Source{Log: log, Image: img, Channel: channel, SourceIdentity: "aeron:ipc", SparseSegments: sparse, SyncEachRecord: syncEach})
+	rec, err := na.a.StartRecording(archive.Source{Log: log, Image: img, Channel: channel, OriginalChannel: original,
+		SourceIdentity: "aeron:ipc", SparseSegments: sparse, SyncEachRecord: syncEach})
 	if err != nil {
 		return nil, err
 	}

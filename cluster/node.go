@@ -80,6 +80,19 @@ type Options struct {
 	// memory; the node keeps the last one of each length and clears it for
 	// the next snapshot rather than allocating another.
 	SnapshotTermLength int
+	// SnapshotMTU is the MTU of a stop-the-world service snapshot's
+	// publication and recording, as the mtu parameter of Aeron Cluster's
+	// snapshot channel ("aeron:ipc?alias=snapshot|mtu=65504"): larger
+	// frames hold more orders a batch, so fewer claims, commits and
+	// headers, and the world stops for less (docs/performance.md). The
+	// recording's descriptor carries it, and any reader of the recording
+	// (restart, backup, Aeron's tools) takes frames of its size. Default:
+	// the largest the snapshot's term length allows (an eighth of it,
+	// Aeron's rule), at most 65,504 and at least MTU. Pauseless snapshots
+	// and the consensus module's use MTU: a pauseless encoder yields
+	// between claims (SnapshotYieldEvery), and a claim of 64 KiB would
+	// make the duty cycle wait about 50× longer for a processor.
+	SnapshotMTU int
 	// SnapshotYieldEvery: a pauseless snapshot's encoder yields its
 	// processor (runtime.Gosched) every this many claims (batches of one
 	// MTU), so that the duty cycle, back from a blocking file sync, does
@@ -502,6 +515,52 @@ func (n *Node) snapshotTermLength(pauseless bool) int {
 	return n.opts.TermLength
 }
 
+// snapshotMTU is the MTU of a service snapshot's publication: the log's
+// when pauseless, else Options.SnapshotMTU or its default (see there).
+func (n *Node) snapshotMTU(pauseless bool) int {
+	if pauseless {
+		return n.opts.MTU
+	}
+	return n.opts.stopSnapshotMTU(n.snapshotTermLength(false))
+}
+
+func (o *Options) stopSnapshotMTU(termLength int) int {
+	if o.SnapshotMTU != 0 {
+		return o.SnapshotMTU
+	}
+	return max(DefaultSnapshotMTU(termLength), o.MTU)
+}
+
+// DefaultSnapshotMTU is the largest MTU a snapshot publication of
+// termLength can have (an eighth of the term, Aeron's rule, in frames of
+// 32 bytes), at most 65,504: Options.SnapshotMTU's default for a
+// stop-the-world snapshot whose term is termLength (the node's
+// TermLength, 16 MiB by default, unless SnapshotTermLength is set), when
+// it is not less than the log's MTU.
+func DefaultSnapshotMTU(termLength int) int {
+	return min(logbuf.ComputeMaxMessageLength(termLength), logbuf.MaxMTU) &^ (logbuf.FrameAlignment - 1)
+}
+
+// checkSnapshotMTU refuses a SnapshotMTU that is not an MTU, or that the
+// stop-the-world snapshot's term length cannot hold.
+func (o *Options) checkSnapshotMTU() error {
+	if o.SnapshotMTU == 0 {
+		return nil
+	}
+	if err := logbuf.CheckMTU(o.SnapshotMTU); err != nil {
+		return fmt.Errorf("cluster: Options.SnapshotMTU: %w", err)
+	}
+	term := o.SnapshotTermLength
+	if term <= 0 {
+		term = o.TermLength
+	}
+	if maxMsg := logbuf.ComputeMaxMessageLength(term); o.SnapshotMTU > maxMsg {
+		return fmt.Errorf("cluster: Options.SnapshotMTU %d is more than a snapshot term of %d bytes holds (%d, an eighth of it): lower SnapshotMTU or raise SnapshotTermLength",
+			o.SnapshotMTU, term, maxMsg)
+	}
+	return nil
+}
+
 // Open opens the node directory (creating it on a first start), recovers
 // the latest snapshot set and the log after it, and starts a new
 // leadership term. The service's OnStart has run when Open returns.
@@ -527,6 +586,9 @@ func Open(opts Options) (*Node, error) {
 		return nil, fmt.Errorf("cluster: Options.FileSyncLevel: %w", err)
 	}
 	if err := logbuf.CheckTermLength(opts.TermLength); err != nil {
+		return nil, err
+	}
+	if err := opts.checkSnapshotMTU(); err != nil {
 		return nil, err
 	}
 	if err := opts.Retention.check(); err != nil {

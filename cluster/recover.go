@@ -338,7 +338,7 @@ func (n *Node) startTerm(plan *recordinglog.RecoveryPlan) error {
 	if plan.Log != nil {
 		n.rec, err = n.arc.ExtendRecording(plan.Log.RecordingID, n.log, LogChannel)
 	} else {
-		n.rec, err = n.arc.StartRecording(n.log, LogChannel, false, false)
+		n.rec, err = n.arc.StartRecording(n.log, LogChannel, "", false, false)
 	}
 	if err != nil {
 		return err

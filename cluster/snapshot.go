@@ -153,7 +153,7 @@ func (n *Node) pollSnapshot(wait bool) error {
 // snapshot recordings. It touches only the archive (safe for concurrent
 // use) and its arguments, so it may run on another goroutine.
 func (n *Node) writeSnapshotSet(info SnapshotInfo, cm *frozenCM, pauseless bool, write func(Publication, func() error) error) (svcRec, cmRec, bytes int64, arc time.Duration, err error) {
-	svcRec, b1, a1, err := n.writeSnapshot(ServiceSnapshotStreamID, n.snapshotTermLength(pauseless), pauseless, func(pub Publication) error {
+	svcRec, b1, a1, err := n.writeSnapshot(ServiceSnapshotStreamID, n.snapshotTermLength(pauseless), n.snapshotMTU(pauseless), pauseless, func(pub Publication) error {
 		if err := writeServiceSessions(pub, nil, info, cm.sessions); err != nil {
 			return err
 		}
@@ -164,7 +164,7 @@ func (n *Node) writeSnapshotSet(info SnapshotInfo, cm *frozenCM, pauseless bool,
 	if err != nil {
 		return svcRec, -1, 0, a1, err
 	}
-	cmRec, b2, a2, err := n.writeSnapshot(ConsensusModuleSnapshotStreamID, logbuf.MinTermLength, pauseless, func(pub Publication) error {
+	cmRec, b2, a2, err := n.writeSnapshot(ConsensusModuleSnapshotStreamID, logbuf.MinTermLength, n.opts.MTU, pauseless, func(pub Publication) error {
 		return writeCMSnapshot(pub, nil, info, cm)
 	})
 	return svcRec, cmRec, b1 + b2, a1 + a2, err
@@ -173,8 +173,8 @@ func (n *Node) writeSnapshotSet(info SnapshotInfo, cm *frozenCM, pauseless bool,
 // writeSnapshot writes one snapshot recording and returns its id, length
 // and the time spent in the archive (starting, writing, syncing and
 // stopping the recording).
-func (n *Node) writeSnapshot(stream int32, termLength int, pauseless bool, body func(Publication) error) (int64, int64, time.Duration, error) {
-	log, err := n.snapLogs.get(termLength, n.opts.MTU, stream)
+func (n *Node) writeSnapshot(stream int32, termLength, mtu int, pauseless bool, body func(Publication) error) (int64, int64, time.Duration, error) {
+	log, err := n.snapLogs.get(termLength, mtu, stream)
 	if err != nil {
 		return -1, 0, 0, err
 	}
@@ -182,8 +182,15 @@ func (n *Node) writeSnapshot(stream int32, termLength int, pauseless bool, body 
 	// nothing reads the log after it.
 	defer n.snapLogs.put(log)
 	t0 := time.Now()
+	// The descriptor's original channel names the MTU when it is not the
+	// IPC default, as Aeron's does for a snapshot channel with mtu set
+	// (its stripped channel never has it).
+	original := SnapshotChannel
+	if mtu != logbuf.DefaultMTU {
+		original = fmt.Sprintf("%s|mtu=%d", SnapshotChannel, mtu)
+	}
 	// Pauseless: spread the syncs (see StartRecording's syncEach).
-	rec, err := n.arc.StartRecording(log, SnapshotChannel, true, pauseless)
+	rec, err := n.arc.StartRecording(log, SnapshotChannel, original, true, pauseless)
 	if err != nil {
 		return -1, 0, 0, err
 	}

@@ -15,8 +15,8 @@
 //	MeSnapshotBegin        engine.Header                  (52 bytes)
 //	SourceHwm  × sources   one message per source         (24 bytes)
 //	Mark       × instr.    one message per instrument     (60 bytes)
-//	Orders     × batches   group of 47-byte entries       (one full claim)
-//	Triggers   × batches   group of 58-byte entries       (one full claim)
+//	Orders     × batches   group of 47-byte entries       (one claim each)
+//	Triggers   × batches   group of 58-byte entries       (one claim each)
 //	End                    counts, state hash, checksum   (56 bytes)
 //	SnapshotMarker END     the BEGIN fields, mark END     (48 bytes)
 //
@@ -33,28 +33,34 @@
 //
 // # Batches
 //
-// A batch is claimed at the largest size one claim allows: with max
-// payload P, a batch holds n = (P - 12) / entry entries (29 orders or 23
-// triggers at MTU 1,408; 1,392 or 1,128 at 65,504; see [BatchCapacity]),
-// and the claim is exactly 12 + n*entry bytes. The header and group
-// dimensions are written when the claim is taken, with count n; each
-// OnArmedTrigger encodes one entry in place through the generated
-// flyweight, each resting order through putOrder (one bounds check and nine
-// stores at the flyweight's offsets, checked against it by a test); the
-// publisher is an [engine.RunSink], so the engine hands it a level's run
-// of orders in one OnRestingRun, which fills the open batch's free entries
-// in one loop and opens the next batch when it is full. When
-// the batch is full, the record kind changes or the stream ends, the batch
-// is closed: the count is rewritten to the entries written (the trigger
-// flyweight's ResetCountToIndex; setGroupCount for orders), the unused
-// tail is zeroed, and the claim is committed.
+// A batch is claimed at the largest size one claim allows, or for the
+// entries left of its kind when fewer: with max payload P, a batch holds
+// n = (P - 12) / entry entries (29 orders or 23 triggers at MTU 1,408;
+// 1,392 or 1,128 at 65,504; see [BatchCapacity]), and the claim is exactly
+// 12 + n*entry bytes, the last batch of a kind 12 + m*entry for the m
+// entries the header's counts leave for it. The header and group
+// dimensions are written when the claim is taken; each OnArmedTrigger
+// encodes one entry in place through the generated flyweight, each
+// resting order through putOrder (one bounds check and nine stores at the
+// flyweight's offsets, checked against it by a test); the publisher is an
+// [engine.RunSink], so the engine hands it a level's run of orders in one
+// OnRestingRun, which fills the open batch's free entries in one loop and
+// opens the next batch when it is full. When the batch is full, the record
+// kind changes or the stream ends, the batch is closed: the count is
+// rewritten to the entries written (the trigger flyweight's
+// ResetCountToIndex; setGroupCount for orders), and the claim is
+// committed.
 //
 // A claim cannot shrink: logbuf's Claim, like Aeron's BufferClaim, has a
 // fixed frame length, and the frame header is written with it at claim
-// time. So the last batch of a kind keeps its full claimed length, as in
-// the seed engine; the group count tells the reader how many entries are
-// valid, and the tail after them is zero. The Loader requires exactly that
-// (a non-zero byte after the last entry is trailing garbage).
+// time. Hence the sizing from the header's counts: a last batch claimed at
+// full size would carry up to one frame of zeros, 64 KiB at MTU 65,504,
+// in every snapshot. Earlier versions of this package did claim it at
+// full size and zeroed the tail; the Loader still reads such batches:
+// the group count tells it how many entries are valid, and the tail after
+// them must be zero (a non-zero byte after the last entry is trailing
+// garbage). An engine stream with more records of a kind than its header
+// counted fails the take.
 //
 // # Checksum
 //

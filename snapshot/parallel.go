@@ -572,19 +572,19 @@ func (p *Publisher) ownMore() error {
 	}
 }
 
-// claimAhead claims the next Orders batch, writes its header and count,
-// and zeroes what its entries will not fill (as closeBatch leaves a
-// linear take's last batch). When back-pressured it lets the reader move
-// (idle) and tries once more; ok is false if the claim is still
-// back-pressured.
+// claimAhead claims the next Orders batch, as long as a linear take's
+// (full, or the last batch's entries), and writes its header and count.
+// When back-pressured it lets the reader move (idle) and tries once more;
+// ok is false if the claim is still back-pressured.
 func (p *Publisher) claimAhead() (ok bool, err error) {
 	q := p.par
 	k := q.claimed
+	n := int(min(uint64(p.nOrders), q.total-uint64(k)*uint64(p.nOrders)))
 	var buf []byte
 	var pos int64
 	var ticket int
 	for try := 0; ; try++ {
-		buf, pos, ticket, err = q.ac.ClaimAhead(batchHeader + p.nOrders*orderLength)
+		buf, pos, ticket, err = q.ac.ClaimAhead(batchHeader + n*orderLength)
 		if err != nil {
 			return false, p.fail(err)
 		}
@@ -601,7 +601,6 @@ func (p *Publisher) claimAhead() (ok bool, err error) {
 			return false, p.fail(err)
 		}
 	}
-	n := int(min(uint64(p.nOrders), q.total-uint64(k)*uint64(p.nOrders)))
 	q.ahead = append(q.ahead, aheadBatch{buf: buf, ticket: ticket, n: n})
 	q.claimed++
 	if err = p.ord.WrapAndApplyHeader(buf, 0); err == nil {
@@ -610,7 +609,6 @@ func (p *Publisher) claimAhead() (ok bool, err error) {
 	if err != nil {
 		return false, p.fail(err)
 	}
-	clear(buf[batchHeader+n*orderLength:])
 	return true, nil
 }
 

@@ -82,6 +82,11 @@ type Publisher struct {
 	tg    *snapshotsbe.TriggersEntriesEncoder
 	end   snapshotsbe.EndEncoder
 
+	// The header's counts less the entries of the batches claimed since:
+	// a batch is claimed for at most what is left, so the last of each
+	// kind is exactly as long as its entries.
+	ordersLeft, triggersLeft uint64
+
 	// ParallelMin is the fewest resting orders for which [Publisher.TakeFrozen]
 	// encodes in parallel (when workers were started with
 	// [Publisher.StartWorkers]); smaller books are taken linearly.
@@ -111,6 +116,10 @@ func NewPublisher(c stream.Claimer, idle func() error) (*Publisher, error) {
 	p.nOrders, p.nTriggers = BatchCapacity(mp)
 	return p, nil
 }
+
+// MaxPayloadLength is the claimer's longest claim, as NewPublisher found
+// it: what the publisher's batches are sized for.
+func (p *Publisher) MaxPayloadLength() int { return p.maxPayload }
 
 // Take writes e's state as one snapshot framed by m. The engine must not
 // change meanwhile (take a [engine.Engine.Clone] to let it go on). On error
@@ -214,6 +223,7 @@ func (p *Publisher) OnHeader(h engine.Header) error {
 	p.begin.NextSeq(h.NextSeq).Sources(h.Sources).Instruments(h.Instruments).Orders(h.Orders).
 		Triggers(h.Triggers).RecordVersion(h.Version)
 	p.commit(buf, true)
+	p.ordersLeft, p.triggersLeft = h.Orders, h.Triggers
 	return nil
 }
 
@@ -255,7 +265,8 @@ func (p *Publisher) OnMark(instrument uint32, tick, lot, minPrice, maxPrice, las
 
 // closeBatch closes the open batch: the group count becomes the number of
 // entries written, the unused tail of the claim is zeroed (the frame keeps
-// its claimed length), and the claim is committed.
+// its claimed length; only a take that fails for an engine stream whose
+// counts disagree with its header leaves one), and the claim is committed.
 func (p *Publisher) closeBatch() {
 	var n, entry int
 	switch p.kind {
@@ -274,12 +285,19 @@ func (p *Publisher) closeBatch() {
 	p.buf = nil
 }
 
+// openBatch claims a batch of kind for as many entries as it holds, or as
+// are left of the header's count when fewer (the last batch).
 func (p *Publisher) openBatch(kind int) error {
 	p.closeBatch()
-	n, entry := p.nOrders, orderLength
+	n, entry, left, what := p.nOrders, orderLength, &p.ordersLeft, "resting orders"
 	if kind == batchTriggers {
-		n, entry = p.nTriggers, triggerLength
+		n, entry, left, what = p.nTriggers, triggerLength, &p.triggersLeft, "armed triggers"
 	}
+	if *left == 0 {
+		return p.fail(fmt.Errorf("%w: more %s than the header's count", ErrPublish, what))
+	}
+	n = int(min(uint64(n), *left))
+	*left -= uint64(n)
 	buf, err := p.claim(batchHeader + n*entry)
 	if err != nil {
 		return err

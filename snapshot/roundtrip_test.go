@@ -3,9 +3,13 @@ package snapshot
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
+	"github.com/matchlog/matchlog/engine"
+	"github.com/matchlog/matchlog/internal/stream"
 	"github.com/matchlog/matchlog/sbe/snapshotsbe"
 )
 
@@ -57,27 +61,31 @@ func TestRoundTrip(t *testing.T) {
 }
 
 // checkFraming checks the stream's shape: markers around it, one message
-// per record kind change, batches claimed at full size with their counts
-// telling how many entries are valid.
+// per record kind change, batches claimed at full size but for the last of
+// each kind, which is exactly as long as its entries, with counts telling
+// how many entries there are.
 func checkFraming(t *testing.T, frags [][]byte, maxPayload int, s bookSpec) {
 	t.Helper()
 	no, nt := BatchCapacity(maxPayload)
 	wantBatches := func(n, per int) int { return (n + per - 1) / per }
 	var orders, triggers, nOrd, nTrg int
 	for _, f := range frags {
+		count := int(binary.LittleEndian.Uint16(f[10:]))
 		switch binary.LittleEndian.Uint16(f[2:]) {
 		case snapshotsbe.OrdersTemplateID:
-			if len(f) != batchHeader+no*orderLength {
-				t.Fatalf("Orders frame of %d bytes, want the full claim %d", len(f), batchHeader+no*orderLength)
-			}
-			orders += int(binary.LittleEndian.Uint16(f[10:]))
+			orders += count
 			nOrd++
-		case snapshotsbe.TriggersTemplateID:
-			if len(f) != batchHeader+nt*triggerLength {
-				t.Fatalf("Triggers frame of %d bytes, want the full claim %d", len(f), batchHeader+nt*triggerLength)
+			if want := batchHeader + count*orderLength; len(f) != want || (orders < s.orders && count != no) {
+				t.Fatalf("Orders batch %d: %d entries in %d bytes, want %d bytes and %d entries unless it is the last",
+					nOrd, count, len(f), want, no)
 			}
-			triggers += int(binary.LittleEndian.Uint16(f[10:]))
+		case snapshotsbe.TriggersTemplateID:
+			triggers += count
 			nTrg++
+			if want := batchHeader + count*triggerLength; len(f) != want || (triggers < s.triggers && count != nt) {
+				t.Fatalf("Triggers batch %d: %d entries in %d bytes, want %d bytes and %d entries unless it is the last",
+					nTrg, count, len(f), want, nt)
+			}
 		}
 	}
 	if orders != s.orders || triggers != s.triggers || nOrd != wantBatches(s.orders, no) || nTrg != wantBatches(s.triggers, nt) {
@@ -86,5 +94,52 @@ func checkFraming(t *testing.T, frags [][]byte, maxPayload int, s bookSpec) {
 	}
 	if n := len(frags); binary.LittleEndian.Uint16(frags[0][2:]) != 100 || binary.LittleEndian.Uint16(frags[n-1][2:]) != 100 {
 		t.Fatal("stream not framed by SnapshotMarker")
+	}
+}
+
+// TestMoreThanCounted: a record stream with more resting orders or armed
+// triggers than its header counted fails the take (the batches are sized
+// from the counts), and no End is written.
+func TestMoreThanCounted(t *testing.T) {
+	g := geometries[0]
+	for _, kind := range []string{"resting orders", "armed triggers"} {
+		l, pub, img := newLog(t, g.term, g.mtu)
+		p, err := NewPublisher(&stream.PublicationClaimer{Pub: pub}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		frags, err := captureWith(t, p, l, pub, img, func(p *Publisher) error {
+			p.Reset(testMarker)
+			if err := p.OnHeader(engine.Header{Version: engine.RecordVersion, Instruments: 1, Orders: 1, Triggers: 1}); err != nil {
+				return err
+			}
+			if err := p.OnMark(1, 1, 1, 1, 1000, 0, 0); err != nil {
+				return err
+			}
+			orders := 1
+			if kind == "resting orders" {
+				orders = 2
+			}
+			for i := range orders {
+				if err := p.OnResting(1, engine.Buy, uint64(i+1), 1, 10, 1, uint64(i+1), engine.STPNone, false); err != nil {
+					return err
+				}
+			}
+			for i := range 3 - orders {
+				if err := p.OnArmedTrigger(1, engine.Buy, uint64(10+i), 1, engine.StopLimit, engine.GTC, engine.RefLastTrade,
+					20, 20, 1, uint64(10+i), engine.STPNone, false); err != nil {
+					return err
+				}
+			}
+			return p.OnEnd(0, 1, 1, 1, 0)
+		})
+		if !errors.Is(err, ErrPublish) || !strings.Contains(err.Error(), "more "+kind+" than the header's count") {
+			t.Fatalf("%s: error %v", kind, err)
+		}
+		for _, f := range frags {
+			if binary.LittleEndian.Uint16(f[2:]) == snapshotsbe.EndTemplateID {
+				t.Fatalf("%s: End written", kind)
+			}
+		}
 	}
 }

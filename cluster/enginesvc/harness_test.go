@@ -24,7 +24,12 @@ type key struct{ src, seq uint64 }
 // stream generates n commands with a reference engine and returns them with
 // the reference hash after each prefix (hashes[i] = after i commands).
 func stream(seed int64, n int, hashEvery bool) ([]engine.Command, []uint64) {
-	g := enginetest.NewGen(seed, enginetest.GenConfig{})
+	return streamWith(seed, n, hashEvery, enginetest.GenConfig{})
+}
+
+// streamWith is stream with the generator's configuration.
+func streamWith(seed int64, n int, hashEvery bool, cfg enginetest.GenConfig) ([]engine.Command, []uint64) {
+	g := enginetest.NewGen(seed, cfg)
 	ref := engine.New()
 	cmds := make([]engine.Command, n)
 	var hashes []uint64

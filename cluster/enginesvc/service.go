@@ -164,7 +164,16 @@ func (w *switchClaimer) Window() int {
 func (s *Service) publisher(pub cluster.Publication, idle func() error) (*snapshot.Publisher, error) {
 	s.sw.use(pub, idle)
 	if s.pub != nil {
-		return s.pub, nil // every snapshot publication has the node's MTU
+		if s.pub.MaxPayloadLength() == pub.MaxPayloadLength() {
+			return s.pub, nil
+		}
+		// The node writes stop-the-world snapshots at its snapshot MTU and
+		// pauseless ones at the log's: a node that does both gets a
+		// publisher of the other size (and its workers) for the switch.
+		if err := s.pub.Close(); err != nil {
+			return nil, err
+		}
+		s.pub = nil
 	}
 	p, err := snapshot.NewPublisher(&s.sw, func() error {
 		if s.sw.idle != nil {

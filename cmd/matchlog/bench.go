@@ -72,7 +72,7 @@ func benchSnapshot(args []string, stdout, stderr io.Writer) error {
 	fs.Var(&orders, "orders", "resting orders in the book")
 	workers := fs.Int("workers", 2, "parallel encoding workers (0: linear takes only)")
 	takes := fs.Int("takes", 7, "timed takes of each kind, and restores; the report gives medians")
-	mtu := fs.Int("mtu", 1408, "MTU of the log (a multiple of 32 from 64 to 65,504)")
+	mtu := fs.Int("mtu", bench.SnapMTU, "MTU of the log: the node's stop-the-world snapshot MTU by default (pauseless snapshots use the log's, 1408); a multiple of 32 from 64 to 65,504")
 	seed := fs.Uint64("seed", 1, "seed of the book")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), "usage: matchlog bench snapshot [--json] [--orders N] [--workers K] [--takes T] [--mtu M]\n\n"+
