@@ -88,6 +88,19 @@
 // the service's holds BEGIN (type 2), ClientSession*, END and then the
 // service's own data.
 //
+// A stop-the-world service snapshot is written at Options.SnapshotMTU, by
+// default the largest MTU its term allows (65,504 with the default 16 MiB
+// terms: Aeron Cluster's snapshot channel with mtu=65504), since the world
+// stops for as long as the take lasts and 64 KiB frames take 48× fewer
+// claims, commits and headers than 1,408-byte ones. Pauseless snapshots
+// and the consensus module's use the log's MTU: a pauseless encoder yields
+// its processor between claims, so its claims must stay short. The
+// recording's descriptor carries its MTU, and restart, backups and
+// retention read frames of any MTU. Aeron writes and replays such
+// recordings itself (a snapshot channel with mtu=65504); Aeron's tools
+// have not yet been run here on ours with 64 KiB frames (no
+// AERON_CLASSPATH on the machine that added them).
+//
 // # Client-visible pause
 //
 // clusterbench.PauseReport in bench/clusterbench (`matchlog bench
