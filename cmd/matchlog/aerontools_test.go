@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/matchlog/matchlog/cluster"
+	"github.com/matchlog/matchlog/cluster/enginesvc"
+	"github.com/matchlog/matchlog/engine/enginetest"
 	"github.com/matchlog/matchlog/internal/aerontest"
 	"github.com/matchlog/matchlog/internal/fixtures"
 )
@@ -300,4 +303,60 @@ func TestAeronToolsAcceptCompaction(t *testing.T) {
 		t.Errorf("ClusterTool describe:\n%s", out)
 	}
 	aeronPlanMatches(t, j, d)
+}
+
+// TestAeronToolsAcceptSnapshotMTU: a node directory whose stop-the-world
+// service snapshot was written at the default snapshot MTU with 1 MiB
+// terms (65,504: 64 KiB frames) is accepted by real ArchiveTool: `verify
+// -a` (on a copy) says OK for every recording, as `matchlog archive verify`
+// does, and `describe` gives the snapshot recording's MTU as 65,504.
+func TestAeronToolsAcceptSnapshotMTU(t *testing.T) {
+	j := aerontest.Require(t)
+	dir := filepath.Join(t.TempDir(), "node")
+	svc := enginesvc.New(enginesvc.Options{})
+	n, err := cluster.Open(cluster.Options{Dir: dir, Service: svc, TermLength: 1 << 20, SegmentLength: 4 << 20,
+		FileSyncLevel: 1, SnapshotMode: cluster.StopTheWorld})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tn := &testNode{t: t, dir: dir, gen: enginetest.NewGen(7, enginetest.GenConfig{Deep: true}), svc: svc, node: n}
+	if tn.sess, err = n.Connect("aeron:ipc", 102); err != nil {
+		t.Fatal(err)
+	}
+	tn.submit(20000)
+	n.RequestSnapshot()
+	tn.drain()
+	if err := n.AwaitSnapshot(30 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	orders := svc.Engine().Clone().Orders()
+	tn.close()
+	if orders < 3000 {
+		t.Fatalf("%d resting orders: not several 64 KiB frames", orders)
+	}
+
+	var rep verifyReportJSON
+	if err := json.Unmarshal([]byte(mustCLI(t, "archive", "verify", "--all", "--dir", dir, "--json")), &rep); err != nil {
+		t.Fatal(err)
+	}
+	v := t.TempDir()
+	fixtures.CopyDirs(t, dir, v, "archive")
+	r, err := j.Run(t, 0, nil, aerontest.ArchiveTool, archiveDir(v), "verify", "-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := verifyLineRE.FindAllStringSubmatch(r.Stdout, -1)
+	if r.ExitCode != 0 || len(lines) != len(rep.Recordings) || len(lines) < 3 {
+		t.Fatalf("ArchiveTool verify -a: exit %d, %d recordings; matchlog verified %d\n%s%s", r.ExitCode, len(lines), len(rep.Recordings), r.Stdout, r.Stderr)
+	}
+	for i, m := range lines {
+		if m[2] != "OK" || rep.Recordings[i].Status != "OK" {
+			t.Errorf("recording %s: ArchiveTool %q, matchlog %q", m[1], m[2], rep.Recordings[i].Status)
+		}
+	}
+	desc := j.MustRun(t, nil, aerontest.ArchiveTool, archiveDir(v), "describe")
+	if !strings.Contains(desc, "mtuLength=65504") {
+		t.Errorf("ArchiveTool describe shows no recording of MTU 65504:\n%s", desc)
+	}
+	t.Logf("%d resting orders; ArchiveTool verify -a:\n%s", orders, strings.TrimSpace(r.Stdout))
 }
