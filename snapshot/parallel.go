@@ -112,14 +112,20 @@ type parallel struct {
 	slots   []partJob      // per slot
 	grows   []func() error // per slot: its grow, bound once
 	parts   []engine.Partition
-	wg      sync.WaitGroup
-	fail    func(part int) error     // test hook: a worker failure
-	recut   func([]engine.Partition) // test hook: alters the cut
+	// held is, per slot, the partition handed out with it: the owner
+	// writes it before the send on jobs, the worker reads it after, so the
+	// owner may append to parts (the cut runs while workers encode).
+	held  []engine.Partition
+	wg    sync.WaitGroup
+	fail  func(part int) error                              // test hook: a worker failure
+	recut func(i int, pt engine.Partition) engine.Partition // test hook: alters partition i as it is cut
 
 	// per take, owner only
 	direct     bool
-	own        partJob // a partition the owner encodes itself
-	owned      int     // partitions the owner encoded in this take
+	frozen     *engine.Frozen // the view a direct take cuts where the orders belong
+	nparts     int            // the partitions it asks the cut for
+	own        partJob        // a partition the owner encodes itself
+	owned      int            // partitions the owner encoded in this take
 	ac         stream.AheadClaimer
 	starts     []uint64 // partition i's entries are starts[i]..starts[i+1]-1 of the orders
 	dispatched int      // partitions handed to the workers
@@ -244,7 +250,7 @@ func (p *Publisher) StartWorkers(n int) error {
 	}
 	slots := slotsPerWorker * n
 	q := &parallel{workers: n, jobs: make(chan int, slots), done: make([]chan error, slots), slots: make([]partJob, slots),
-		grows: make([]func() error, slots)}
+		grows: make([]func() error, slots), held: make([]engine.Partition, slots)}
 	for i := range q.slots {
 		q.grows[i] = q.slots[i].grow
 	}
@@ -280,16 +286,16 @@ func (q *parallel) run() {
 			err = q.fail(pi)
 		}
 		if err == nil {
-			err = q.emit(pi, j)
+			err = q.emit(pi, q.held[pi%len(q.slots)], j)
 		}
 		q.done[pi%len(q.slots)] <- err
 	}
 }
 
-// emit encodes partition pi through j and checks that it encoded exactly
+// emit encodes partition pi, pt, through j and checks that it encoded exactly
 // the orders the partition counted.
-func (q *parallel) emit(pi int, j *partJob) error {
-	n, sum, err := q.parts[pi].EmitRuns(j)
+func (q *parallel) emit(pi int, pt engine.Partition, j *partJob) error {
+	n, sum, err := pt.EmitRuns(j)
 	j.sum = sum
 	switch {
 	case err != nil:
@@ -356,19 +362,8 @@ func (p *Publisher) TakeFrozen(f *engine.Frozen, m Marker) error {
 	}
 	total := f.Orders()
 	n := max(minPartitionsPerWorker*q.workers, int((total+per-1)/per))
-	q.parts = f.AppendPartitions(q.parts[:0], n)
-	if q.recut != nil {
-		q.recut(q.parts)
-	}
+	q.parts = q.parts[:0]
 	q.starts = append(q.starts[:0], 0)
-	for _, pt := range q.parts {
-		q.starts = append(q.starts, q.starts[len(q.starts)-1]+pt.Estimate)
-	}
-	if got := q.starts[len(q.parts)]; got != total {
-		clear(q.parts)
-		q.parts = q.parts[:0]
-		return p.fail(fmt.Errorf("%w: the partitions count %d orders, the book %d", ErrPublish, got, total))
-	}
 	q.dispatched, q.collected, q.stitched, q.count, q.sum = 0, 0, false, 0, 0
 	q.head, q.first, q.claimed, q.total, q.owned = 0, 0, 0, total, 0
 	for i := range q.slots {
@@ -377,7 +372,25 @@ func (p *Publisher) TakeFrozen(f *engine.Frozen, m Marker) error {
 			q.slots[i].more = q.grows[i]
 		}
 	}
-	if !q.direct {
+	if q.direct {
+		// Cut where the orders belong, handing each partition out as soon
+		// as it is cut (stitch).
+		q.frozen, q.nparts = f, n
+	} else {
+		// Cut now and start the workers: their chunks are ready by the
+		// time the owner reaches the orders' place.
+		var err error
+		f.EachPartition(n, func(pt engine.Partition) bool {
+			err = q.addPart(pt)
+			return err == nil
+		})
+		if err == nil {
+			err = q.cutEnd()
+		}
+		if err != nil {
+			q.endTake()
+			return p.fail(err)
+		}
 		q.dispatchCopy() // the workers start now
 	}
 	err := f.SnapshotWithoutOrders(parSink{p})
@@ -388,16 +401,50 @@ func (p *Publisher) TakeFrozen(f *engine.Frozen, m Marker) error {
 	for _, b := range q.ahead[q.head:] { // only after a failure
 		q.ac.AbortAhead(b.ticket)
 	}
-	q.ac = nil
+	q.endTake()
+	if err != nil {
+		return p.fail(err)
+	}
+	return nil
+}
+
+// endTake drops what the take held: the claimer, the batches and the
+// frozen state.
+func (q *parallel) endTake() {
+	q.ac, q.frozen = nil, nil
 	clear(q.ahead)
 	q.ahead = q.ahead[:0]
 	clear(q.parts) // drop the frozen state
+	clear(q.held)
 	q.parts = q.parts[:0]
 	for i := range q.slots {
 		clear(q.slots[i].batches)
 	}
-	if err != nil {
-		return p.fail(err)
+}
+
+// addPart appends a partition just cut and the place of its entries in
+// the stream. The partitions may never count more orders than the book:
+// checked before the partition's batches are claimed (a batch past the
+// book's last order has no entries to claim), and the total again when
+// the cut is over (cutEnd).
+func (q *parallel) addPart(pt engine.Partition) error {
+	if q.recut != nil {
+		pt = q.recut(len(q.parts), pt)
+	}
+	end := q.starts[len(q.parts)] + pt.Estimate
+	if end > q.total {
+		return fmt.Errorf("%w: the partitions count more than the book's %d orders", ErrPublish, q.total)
+	}
+	q.parts = append(q.parts, pt)
+	q.starts = append(q.starts, end)
+	return nil
+}
+
+// cutEnd checks, once the cut is over, that the partitions count the
+// book's orders.
+func (q *parallel) cutEnd() error {
+	if got := q.starts[len(q.parts)]; got != q.total {
+		return fmt.Errorf("%w: the partitions count %d orders, the book %d", ErrPublish, got, q.total)
 	}
 	return nil
 }
@@ -462,9 +509,41 @@ func (p *Publisher) stitch() error {
 		return p.stitchCopy()
 	}
 	p.closeBatch()
+	// The cut runs here, on the owner, and each partition goes out as
+	// soon as it is cut: the workers start after the first partition's
+	// levels are counted, not after the whole book's.
+	var err error
+	q.frozen.EachPartition(q.nparts, func(pt engine.Partition) bool {
+		if err = q.addPart(pt); err != nil {
+			err = p.fail(err)
+			return false
+		}
+		err = p.pump(false)
+		return err == nil
+	})
+	if err == nil {
+		if err = q.cutEnd(); err != nil {
+			err = p.fail(err)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	return p.pump(true)
+}
+
+// pump hands out the partitions cut so far, collects them in order and
+// commits their batches. Before the cut is over (final false) it returns
+// as soon as every partition cut is out and a slot is free for the next;
+// at the end it returns when every partition is collected.
+func (p *Publisher) pump(final bool) error {
+	q := p.par
 	for q.collected < len(q.parts) {
 		if err := p.dispatch(); err != nil {
 			return err
+		}
+		if !final && q.dispatched == len(q.parts) && q.dispatched-q.collected < len(q.slots) {
+			return nil
 		}
 		if q.collected == q.dispatched {
 			// dispatch stopped with a slot free and partitions left, so a
@@ -506,6 +585,7 @@ func (p *Publisher) dispatch() error {
 			}
 		}
 		p.assign(&q.slots[i%len(q.slots)], i)
+		q.held[i%len(q.slots)] = q.parts[i]
 		q.jobs <- i
 		q.dispatched++
 	}
@@ -538,7 +618,7 @@ func (p *Publisher) encodeHere() error {
 	i := q.dispatched
 	j := &q.own
 	p.assign(j, i)
-	err := q.emit(i, j)
+	err := q.emit(i, q.parts[i], j)
 	clear(j.batches)
 	switch {
 	case p.err != nil:
@@ -646,6 +726,7 @@ func (q *parallel) dispatchCopy() {
 		j.batches = j.batches[:0]
 		j.per, j.skip, j.want = chunkEntries, 0, q.starts[i+1]-q.starts[i]
 		j.b, j.slot, j.n, j.sum = 0, 0, 0, 0
+		q.held[i%len(q.slots)] = q.parts[i]
 		q.jobs <- i
 		q.dispatched++
 	}

@@ -211,10 +211,12 @@ func TestParallelNarrowWindow(t *testing.T) {
 }
 
 // TestParallelCountsChecked: a cut whose partition counts do not add up
-// to the book's orders fails before anything is claimed; counts that add
-// up but misplace orders (one partition over its count, one under) fail
-// the take in both ways of taking, leaving no END; the next take is whole
-// and identical.
+// to the book's orders (one over, one under) fails the take, before
+// anything is claimed when the cut comes first (copying), where the orders
+// belong when the cut runs there (direct), leaving no END either way;
+// counts that add up but misplace orders (one partition over its count,
+// one under) fail the take in both ways of taking, leaving no END; the
+// next take is whole and identical.
 func TestParallelCountsChecked(t *testing.T) {
 	g := geometries[0]
 	e := buildEngine(t, bookSpec{instruments: 3, sources: 2, orders: 500, triggers: 7})
@@ -228,17 +230,38 @@ func TestParallelCountsChecked(t *testing.T) {
 		p.PartitionOrders = 40
 		take := func(p *Publisher) error { return p.TakeFrozen(f, testMarker) }
 
-		p.par.recut = func(parts []engine.Partition) { parts[1].Estimate++ }
-		frags, err := captureWith(t, p, l, pub, img, take)
-		if !errors.Is(err, ErrPublish) || !strings.Contains(err.Error(), "partitions count") {
-			t.Fatalf("copying %v: counts one over the book: error %v", copying, err)
-		}
-		if len(frags) != 0 {
-			t.Fatalf("copying %v: counts one over the book: %d frames written", copying, len(frags))
+		// The last partition is off: its count is the only one no worker
+		// sees before the cut is over, so the sum is what must catch it.
+		last := len(f.Partitions(max(minPartitionsPerWorker*2, (500+39)/40))) - 1
+		for _, off := range []int{1, -1} {
+			p.par.recut = func(i int, pt engine.Partition) engine.Partition {
+				if i == last {
+					pt.Estimate = uint64(int(pt.Estimate) + off)
+				}
+				return pt
+			}
+			frags, err := captureWith(t, p, l, pub, img, take)
+			if !errors.Is(err, ErrPublish) || !strings.Contains(err.Error(), "partitions count") {
+				t.Fatalf("copying %v: counts %+d off the book: error %v", copying, off, err)
+			}
+			if copying && len(frags) != 0 {
+				t.Fatalf("copying %v: counts %+d off the book: %d frames written", copying, off, len(frags))
+			}
+			if _, err := loadFrags(frags); err == nil {
+				t.Fatalf("copying %v: counts %+d off the book: the take loaded", copying, off)
+			}
 		}
 
-		p.par.recut = func(parts []engine.Partition) { parts[1].Estimate++; parts[2].Estimate-- }
-		frags, err = captureWith(t, p, l, pub, img, take)
+		p.par.recut = func(i int, pt engine.Partition) engine.Partition {
+			switch i {
+			case 1:
+				pt.Estimate++
+			case 2:
+				pt.Estimate--
+			}
+			return pt
+		}
+		frags, err := captureWith(t, p, l, pub, img, take)
 		if !errors.Is(err, ErrPublish) {
 			t.Fatalf("copying %v: misplaced counts: error %v", copying, err)
 		}

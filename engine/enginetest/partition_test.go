@@ -136,6 +136,20 @@ func checkPartitions(t *testing.T, what string, f *engine.Frozen, ns ...int) {
 		if a := testing.AllocsPerRun(5, func() { app = f.AppendPartitions(app[:0], n) }); a != 0 {
 			t.Fatalf("%s: AppendPartitions(%d) into a reused slice: %v allocations", what, n, a)
 		}
+		// EachPartition yields the same partitions, in order, and stops
+		// at the first false.
+		var each []engine.Partition
+		f.EachPartition(n, func(p engine.Partition) bool { each = append(each, p); return true })
+		if !slices.Equal(each, parts) {
+			t.Fatalf("%s: EachPartition(%d) yielded %d partitions differing from Partitions' %d", what, n, len(each), len(parts))
+		}
+		for stop := 1; stop < len(parts); stop++ {
+			calls := 0
+			f.EachPartition(n, func(engine.Partition) bool { calls++; return calls < stop })
+			if calls != stop {
+				t.Fatalf("%s: EachPartition(%d) yielded %d partitions after the %dth said stop", what, n, calls, stop)
+			}
+		}
 		if n <= 0 {
 			if len(parts) != 0 {
 				t.Fatalf("%s: Partitions(%d) gave %d partitions", what, n, len(parts))
