@@ -127,16 +127,19 @@
 // [Publisher.TakeFrozen] takes an [engine.Frozen] view: with workers
 // running and at least [Publisher.ParallelMin] resting orders
 // ([DefaultParallelMin], from a measured crossover: docs/performance.md),
-// the book is cut with [engine.Frozen.AppendPartitions] into partitions of
+// the book is cut with [engine.Frozen.EachPartition] into partitions of
 // about [Publisher.PartitionOrders] orders, at least four per worker, and
 // each small enough that two fit in the claimer's window. The caller's
 // goroutine (the owner) walks everything but the resting orders
-// (Frozen.SnapshotWithoutOrders); where the orders belong it claims the
-// Orders batches, in order and exactly as a linear take claims them (same
-// batch sizes, frames, headers and group counts), ahead of the workers
-// ([stream.AheadClaimer]: several claims outstanding, committed in order;
-// a reader stops at the first one outstanding), and hands partition i,
-// with the batches its entries fall in, to whichever worker takes it. The
+// (Frozen.SnapshotWithoutOrders); where the orders belong it runs the cut
+// and, as each partition is cut, claims its Orders batches, in order and
+// exactly as a linear take claims them (same batch sizes, frames, headers
+// and group counts), ahead of the workers ([stream.AheadClaimer]: several
+// claims outstanding, committed in order; a reader stops at the first one
+// outstanding), and hands partition i, with the batches its entries fall
+// in, to whichever worker takes it, so the workers start before the rest
+// of the book is cut (the cut reads every level). The partitions' counts
+// must add up to the book's, checked as they are cut and at the end. The
 // worker encodes the partition's entries straight into those batches (the
 // same putRun the linear path uses). The owner collects partitions in
 // order and commits each batch, with the same checksum over the same
@@ -146,8 +149,10 @@
 // owner encodes that partition itself, committing batches as it fills
 // them. Through a claimer that cannot claim ahead (an Aeron host's
 // publication) the take copies instead: the workers encode into 48 KiB
-// chunks pooled by their slots from the start of the take, and the owner
-// copies them in order into batches claimed as a linear take claims them.
+// chunks pooled by their slots from the start of the take (the cut runs
+// first, and a count that does not add up fails the take before anything
+// is claimed), and the owner copies them in order into batches claimed as
+// a linear take claims them.
 // End's state hash is NonOrderHash plus the partitions' hash sums. The output is
 // byte-identical to the linear take (TestParallelIdentical, at many sizes,
 // worker counts and partition sizes; difftest --workers checks it on every
