@@ -31,6 +31,34 @@ func (p *pauselessTimers) PrepareSnapshot(cluster.SnapshotInfo) (cluster.Snapsho
 	return &frozenTimers{s: *p.timerService}, nil
 }
 
+// snapshotsInModes connects a session to n and, for each mode in turn,
+// offers one message and takes a snapshot of that mode. It returns the
+// session and a few duty cycles' work.
+func snapshotsInModes(t *testing.T, n *cluster.Node, modes ...cluster.SnapshotMode) (int64, func()) {
+	t.Helper()
+	s, err := n.Connect("aeron:ipc", 102)
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := func() {
+		for range 4 {
+			if _, err := n.DoWork(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for i, m := range modes {
+		n.Offer(s, msg(uint64(i)+1, 0))
+		work()
+		n.RequestSnapshotMode(m)
+		work()
+		if err := n.AwaitSnapshot(5 * time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s, work
+}
+
 // TestRequestSnapshotMode: a node's snapshots follow the mode of each
 // request, whatever Options.SnapshotMode is; both kinds restore.
 func TestRequestSnapshotMode(t *testing.T) {
@@ -44,24 +72,7 @@ func TestRequestSnapshotMode(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, _ := n.Connect("aeron:ipc", 102)
-		work := func() {
-			for range 4 {
-				if _, err := n.DoWork(); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
-		modes := []cluster.SnapshotMode{cluster.StopTheWorld, cluster.Pauseless, cluster.Pauseless, cluster.StopTheWorld}
-		for i, m := range modes {
-			n.Offer(s, msg(uint64(i)+1, 0))
-			work()
-			n.RequestSnapshotMode(m)
-			work()
-			if err := n.AwaitSnapshot(5 * time.Second); err != nil {
-				t.Fatal(err)
-			}
-		}
+		s, work := snapshotsInModes(t, n, cluster.StopTheWorld, cluster.Pauseless, cluster.Pauseless, cluster.StopTheWorld)
 		// One more by the default mode.
 		n.RequestSnapshot()
 		work()

@@ -4,7 +4,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/matchlog/matchlog/archive"
 	"github.com/matchlog/matchlog/cluster"
@@ -62,23 +61,7 @@ func TestSnapshotMTU(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s, _ := n.Connect("aeron:ipc", 102)
-			work := func() {
-				for range 4 {
-					if _, err := n.DoWork(); err != nil {
-						t.Fatal(err)
-					}
-				}
-			}
-			for i, m := range []cluster.SnapshotMode{cluster.Pauseless, cluster.StopTheWorld} {
-				n.Offer(s, msg(uint64(i)+1, 0))
-				work()
-				n.RequestSnapshotMode(m)
-				work()
-				if err := n.AwaitSnapshot(5 * time.Second); err != nil {
-					t.Fatal(err)
-				}
-			}
+			snapshotsInModes(t, n, cluster.Pauseless, cluster.StopTheWorld)
 			hash := svc.hash
 			if err := n.Close(); err != nil {
 				t.Fatal(err)
