@@ -31,13 +31,12 @@ func (s *state) counts() (orders, triggers uint64) {
 // ([hashRestingRun]), then one call of the sink for the run when it takes
 // runs, or one OnResting a record when it does not.
 //
-// At most one of full, sink and rs is set, and runSink only beside sink or
-// rs (the same value), each
-// the caller's own interface value. The emitter never converts one
-// interface type to another: in Go such a conversion is a type assertion
-// whose per-site cache the runtime grows, at random, with an allocation,
-// and a snapshot's entry points ([Frozen.SnapshotRunsTo],
-// [Partition.EmitRuns]) must allocate nothing.
+// At most one of full, sink and rs is set, and runSink only alone or beside
+// sink or rs (then the same value); each is the caller's own interface
+// value. The emitter never converts one interface type to another: in Go
+// such a conversion is a type assertion whose per-site cache the runtime
+// grows, at random, with an allocation, and a snapshot's entry points
+// ([Frozen.SnapshotRunsTo], [Partition.EmitRuns]) must allocate nothing.
 type emitter struct {
 	accts   []uint64
 	full    SnapshotRunSink // every record, resting orders by runs
