@@ -85,8 +85,8 @@ type Options struct {
 	// snapshot channel ("aeron:ipc?alias=snapshot|mtu=65504"): larger
 	// frames hold more orders a batch, so fewer claims, commits and
 	// headers, and the world stops for less (docs/performance.md). The
-	// recording's descriptor carries it, and any reader of the recording
-	// (restart, backup, Aeron's tools) takes frames of its size. Default:
+	// recording's descriptor carries it, and the readers here (restart,
+	// backups, retention) take frames of any MTU. Default:
 	// the largest the snapshot's term length allows (an eighth of it,
 	// Aeron's rule), at most 65,504 and at least MTU. Pauseless snapshots
 	// and the consensus module's use MTU: a pauseless encoder yields
