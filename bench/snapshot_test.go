@@ -19,7 +19,7 @@ func TestSnapshotReport(t *testing.T) {
 	if !r.Identical || !r.StateHashEqual {
 		t.Fatalf("identical %v, state hash equal %v", r.Identical, r.StateHashEqual)
 	}
-	// 47-byte entries, 1,393 to a 65,504-byte frame (SnapMTU): 47.1 bytes
+	// 47-byte entries, 1,392 to a 65,504-byte frame (SnapMTU): 47.1 bytes
 	// an order plus the few fixed messages.
 	if r.WireBytesPerOrder < 47 || r.WireBytesPerOrder > 52 {
 		t.Fatalf("wire %.1f bytes/order", r.WireBytesPerOrder)
