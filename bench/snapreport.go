@@ -44,6 +44,18 @@ type SnapReport struct {
 	LinearNsPerOrder   float64 `json:"linear_ns_per_order"`
 	ParallelNsPerOrder float64 `json:"parallel_ns_per_order"`
 	Speedup            float64 `json:"speedup"`
+	// The process's CPU time during the takes (all threads: the taker, the
+	// workers, the drain; CLOCK_PROCESS_CPUTIME_ID, Linux only, else 0),
+	// medians per resting order; CoresBusy is the median over parallel
+	// takes of CPU time / wall time. SpeedupBound is the speedup the
+	// parallel take's CPU would allow with every core it can use busy all
+	// the time: the linear take's wall time over the parallel CPU spread
+	// on min(GOMAXPROCS, workers+1) cores. Where a take's CPU exceeds the
+	// linear take's, that work bounds the speedup whatever the scheduling.
+	LinearCPUNsPerOrder   float64 `json:"linear_cpu_ns_per_order"`
+	ParallelCPUNsPerOrder float64 `json:"parallel_cpu_ns_per_order"`
+	CoresBusy             float64 `json:"cores_busy"`
+	SpeedupBound          float64 `json:"speedup_bound"`
 	// Take duration of the configured mode (parallel when Workers > 0).
 	TakeMsP50       float64 `json:"take_ms_p50"`
 	TakeMsP99       float64 `json:"take_ms_p99"`
@@ -148,14 +160,24 @@ func SnapshotReport(o SnapOptions) (*SnapReport, error) {
 	r.Identical = par != nil
 	var linMs, parMs, ratios []float64
 	var allocSum float64
-	timed := func(rig *SnapRig) (float64, float64, error) {
+	var linCPU, parCPU, busy []float64
+	// timed takes f on rig and returns its wall time (ms), the heap
+	// allocations meanwhile and the process's CPU time (ns; -1 where the
+	// clock cannot be read).
+	timed := func(rig *SnapRig) (float64, float64, float64, error) {
 		var m0, m1 runtime.MemStats
 		runtime.ReadMemStats(&m0)
+		c0, cok := measure.ProcessCPU()
 		t := time.Now()
 		_, err := rig.Take(f)
 		d := time.Since(t)
+		c1, _ := measure.ProcessCPU()
 		runtime.ReadMemStats(&m1)
-		return float64(d.Nanoseconds()) / 1e6, float64(m1.Mallocs - m0.Mallocs), err
+		cpu := -1.0
+		if cok {
+			cpu = float64((c1 - c0).Nanoseconds())
+		}
+		return float64(d.Nanoseconds()) / 1e6, float64(m1.Mallocs - m0.Mallocs), cpu, err
 	}
 	// One collection before the rounds, none between takes: a collection
 	// empties the runtime's caches (sudogs among them), and refilling them
@@ -174,12 +196,15 @@ func SnapshotReport(o SnapOptions) (*SnapReport, error) {
 	warmWaitRecords()
 	gcPercent := debug.SetGCPercent(-1)
 	for i := 0; i <= o.Takes; i++ {
-		ms, allocs, err := timed(lin)
+		ms, allocs, cpu, err := timed(lin)
 		if err != nil {
 			return nil, err
 		}
 		if i > 0 {
 			linMs = append(linMs, ms)
+			if cpu >= 0 {
+				linCPU = append(linCPU, cpu)
+			}
 			r.AllocsMaxTake = max(r.AllocsMaxTake, allocs)
 			allocSum += allocs
 		}
@@ -187,12 +212,16 @@ func SnapshotReport(o SnapOptions) (*SnapReport, error) {
 			logf("round %d/%d: linear %.1f ms (%.0f allocations)", i, o.Takes, ms, allocs)
 			continue
 		}
-		pms, pallocs, err := timed(par)
+		pms, pallocs, pcpu, err := timed(par)
 		if err != nil {
 			return nil, err
 		}
 		if i > 0 {
 			parMs = append(parMs, pms)
+			if pcpu >= 0 {
+				parCPU = append(parCPU, pcpu)
+				busy = append(busy, pcpu/(pms*1e6))
+			}
 			ratios = append(ratios, ms/pms)
 			r.AllocsMaxTake = max(r.AllocsMaxTake, pallocs)
 			allocSum += pallocs
@@ -209,10 +238,19 @@ func SnapshotReport(o SnapOptions) (*SnapReport, error) {
 	r.LinearNsPerOrder = perOrder(Median(linMs))
 	r.LinearTakeMsP50 = Median(linMs)
 	r.TakeMsP50, r.TakeMsP99 = Median(linMs), measure.Quantile(linMs, 0.99)
+	if len(linCPU) > 0 {
+		r.LinearCPUNsPerOrder = Median(linCPU) / float64(o.Orders)
+	}
 	if par != nil {
 		r.ParallelNsPerOrder = perOrder(Median(parMs))
 		r.Speedup = Median(ratios)
 		r.TakeMsP50, r.TakeMsP99 = Median(parMs), measure.Quantile(parMs, 0.99)
+		if len(parCPU) > 0 {
+			r.ParallelCPUNsPerOrder = Median(parCPU) / float64(o.Orders)
+			r.CoresBusy = Median(busy)
+			cores := float64(min(runtime.GOMAXPROCS(0), o.Workers+1))
+			r.SpeedupBound = r.LinearNsPerOrder / (r.ParallelCPUNsPerOrder / cores)
+		}
 	}
 
 	debug.SetGCPercent(gcPercent)
@@ -315,6 +353,11 @@ func (r *SnapReport) WriteTable(w io.Writer) error {
 	if r.Workers > 0 {
 		row(fmt.Sprintf("parallel take, %d workers", r.Workers), fmt.Sprintf("%.1f ns/order", r.ParallelNsPerOrder), "")
 		row("speedup", fmt.Sprintf("%.2fx", r.Speedup), "speedup")
+		if r.ParallelCPUNsPerOrder > 0 {
+			row("CPU linear / parallel", fmt.Sprintf("%.1f / %.1f ns/order", r.LinearCPUNsPerOrder, r.ParallelCPUNsPerOrder), "")
+			row("cores busy, parallel", fmt.Sprintf("%.2f", r.CoresBusy), "")
+			row("speedup, every core busy", fmt.Sprintf("%.2fx at most", r.SpeedupBound), "")
+		}
 		row("identical to linear", fmt.Sprint(r.Identical), "identical")
 	}
 	row("take time p50 / p99", fmt.Sprintf("%.1f / %.1f ms", r.TakeMsP50, r.TakeMsP99), "")

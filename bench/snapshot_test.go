@@ -2,9 +2,11 @@ package bench
 
 import (
 	"encoding/json"
+	"runtime"
 	"testing"
 
 	"github.com/matchlog/matchlog/cluster"
+	"github.com/matchlog/matchlog/internal/measure"
 )
 
 // TestSnapshotReport runs the snapshot report on a small book and checks
@@ -27,6 +29,18 @@ func TestSnapshotReport(t *testing.T) {
 	if r.LinearNsPerOrder <= 0 || r.ParallelNsPerOrder <= 0 || r.Speedup <= 0 || r.RestoreNsPerOrder <= 0 || r.HeapBytesPerOrder <= 0 {
 		t.Fatalf("missing figures: %+v", r)
 	}
+	// The CPU figures, where the process CPU clock is read: a take's CPU is
+	// positive and no more than its wall time on every processor, so the
+	// bound is at least the speedup's order of magnitude (not a timing:
+	// bounds only).
+	if _, ok := measure.ProcessCPU(); ok {
+		cpus := float64(runtime.NumCPU())
+		if r.LinearCPUNsPerOrder <= 0 || r.ParallelCPUNsPerOrder <= 0 || r.CoresBusy <= 0 || r.CoresBusy > cpus+0.01 ||
+			r.SpeedupBound <= 0 {
+			t.Fatalf("CPU figures: linear %.2f, parallel %.2f ns/order, %.2f cores busy (of %v), bound %.2f",
+				r.LinearCPUNsPerOrder, r.ParallelCPUNsPerOrder, r.CoresBusy, cpus, r.SpeedupBound)
+		}
+	}
 	b, err := json.Marshal(r)
 	if err != nil {
 		t.Fatal(err)
@@ -37,7 +51,8 @@ func TestSnapshotReport(t *testing.T) {
 	}
 	for _, k := range []string{"orders", "workers", "mtu", "takes", "linear_ns_per_order", "parallel_ns_per_order", "speedup",
 		"take_ms_p50", "take_ms_p99", "restore_ns_per_order", "wire_bytes_per_order", "heap_bytes_per_order",
-		"allocs_per_take", "identical", "state_hash_equal", "load_avg", "gomaxprocs"} {
+		"allocs_per_take", "identical", "state_hash_equal", "load_avg", "gomaxprocs",
+		"linear_cpu_ns_per_order", "parallel_cpu_ns_per_order", "cores_busy", "speedup_bound"} {
 		if _, ok := m[k]; !ok {
 			t.Errorf("JSON has no %q", k)
 		}

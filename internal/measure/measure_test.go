@@ -1,6 +1,10 @@
 package measure
 
-import "testing"
+import (
+	"runtime"
+	"testing"
+	"time"
+)
 
 func TestMedianQuantile(t *testing.T) {
 	for _, c := range []struct {
@@ -39,5 +43,28 @@ func TestLoadAvg(t *testing.T) {
 		if v < 0 {
 			t.Fatalf("load average %v", la)
 		}
+	}
+}
+
+// TestProcessCPU: the process CPU clock advances over a busy loop, and by
+// no more than its wall time on every processor (a bound, not a timing:
+// the loop may be descheduled for any part of it).
+func TestProcessCPU(t *testing.T) {
+	c0, ok := ProcessCPU()
+	if !ok {
+		t.Skip("no process CPU clock on this platform")
+	}
+	w0 := time.Now()
+	x := uint64(1)
+	for time.Since(w0) < 50*time.Millisecond {
+		for range 1000 {
+			x = x*6364136223846793005 + 1442695040888963407
+		}
+	}
+	c1, _ := ProcessCPU()
+	wall := time.Since(w0)
+	cpu := c1 - c0
+	if cpu <= 0 || cpu > wall*time.Duration(runtime.NumCPU()) {
+		t.Fatalf("CPU %v over a wall time of %v of a busy loop (%d)", cpu, wall, x)
 	}
 }
