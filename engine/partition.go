@@ -278,26 +278,25 @@ func (b *book) walkOrders(si int, fn func(order) bool) {
 // many it emitted and the wrapping sum of their record hashes (see
 // [Frozen.NonOrderHash]).
 func (p Partition) Emit(s RestingSink) (count, hashSum uint64, err error) {
-	w := newEmitter(nil)
-	w.rs = s
-	w.runSink, _ = s.(RunSink)
-	return p.emit(w)
+	runs, _ := s.(RunSink)
+	return p.emit(s, runs)
 }
 
 // EmitRuns is [Partition.Emit] into a RunSink: the same records and calls,
 // without the check of the sink's kind Emit makes (a type assertion, which
 // may allocate; see [Frozen.SnapshotRunsTo]).
 func (p Partition) EmitRuns(s RunSink) (count, hashSum uint64, err error) {
-	w := newEmitter(nil)
-	w.runSink = s
-	return p.emit(w)
+	return p.emit(nil, s)
 }
 
-func (p Partition) emit(w *emitter) (count, hashSum uint64, err error) {
+// emit streams the partition into rs, or into runs when it is not nil
+// (then rs is nil or the same sink).
+func (p Partition) emit(rs RestingSink, runs RunSink) (count, hashSum uint64, err error) {
 	if p.st == nil {
 		return 0, 0, nil
 	}
-	w.accts, w.run.accts = p.st.accts, p.st.accts
+	w := newEmitter(p.st.accts)
+	w.rs, w.runSink = rs, runs
 	runFn := w.runs
 	for si := p.from.seg; si <= p.to.seg && si < p.st.segments(); si++ {
 		b, side := p.st.seg(si)
