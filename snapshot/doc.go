@@ -143,8 +143,10 @@
 // worker encodes the partition's entries straight into those batches (the
 // same putRun the linear path uses). The owner collects partitions in
 // order and commits each batch, with the same checksum over the same
-// bytes, once every partition writing into it is done; at most 2n
-// partitions are in flight. When a claim ahead is back-pressured with
+// bytes, once every partition writing into it is done; at most 8n
+// partitions are in flight. A worker yields its core after each
+// partition, so the owner it readied runs between partitions even when no
+// core is free for it. When a claim ahead is back-pressured with
 // nothing in flight (a reader's window narrower than the claimer's), the
 // owner encodes that partition itself, committing batches as it fills
 // them. Through a claimer that cannot claim ahead (an Aeron host's

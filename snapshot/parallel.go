@@ -18,7 +18,7 @@ const DefaultParallelMin = 200_000
 
 // DefaultPartitionOrders is the default [Publisher.PartitionOrders]
 // (docs/performance.md has the sizes compared).
-const DefaultPartitionOrders = 65_536
+const DefaultPartitionOrders = 16_384
 
 // Parallel is how a publisher's takes use parallel encoders; the zero value
 // is linear takes. [Publisher.SetParallel] applies it and [Parallel.Validate]
@@ -82,10 +82,15 @@ func MaxLiveWorkers() int { return max(0, runtime.GOMAXPROCS(0)-2) }
 // encode.
 const minPartitionsPerWorker = 4
 
-// slotsPerWorker is how many partitions each worker can have in flight: a
-// worker can encode the next partition while the owner finishes the
-// batches of the previous one.
-const slotsPerWorker = 2
+// slotsPerWorker is how many partitions each worker can have in flight.
+// The owner collects partitions in order, so a worker that finishes ahead
+// of the others goes on only while the slots hold work. Eight partitions
+// of [DefaultPartitionOrders] a worker keep both busy while the owner
+// checksums, commits and claims (a claim that enters a term zeroes the
+// partition of an old one: 16 MiB in the benchmark's log, most of a
+// millisecond). The claimer's window bounds them too: with two workers
+// they hold 12 MiB of entries, and the benchmark's window is 8 MiB.
+const slotsPerWorker = 8
 
 // parallel is a publisher's worker pool: goroutines started once by
 // StartWorkers and stopped by Close. A take cuts the book into many more
@@ -289,6 +294,12 @@ func (q *parallel) run() {
 			err = q.emit(pi, q.held[pi%len(q.slots)], j)
 		}
 		q.done[pi%len(q.slots)] <- err
+		// The send readied the owner on this P, behind this worker: with
+		// no core free (GOMAXPROCS at most workers+1) it would wait until
+		// both workers run out of partitions, then commit and hand out
+		// alone while they idle. Yielding lets it run now, between
+		// partitions (docs/performance.md has the trace).
+		runtime.Gosched()
 	}
 }
 
