@@ -221,11 +221,13 @@ func eachTake(b *testing.B, sizes []int, fn func(b *testing.B, f *engine.Frozen,
 }
 
 // timeTakes times take once per op after an untimed one that fills the
-// pools, and reports allocs/op and ns/order for a book of n orders.
+// pools and the runtime's caches of wait records (see warmWaitRecords),
+// and reports allocs/op and ns/order for a book of n orders.
 func timeTakes(b *testing.B, n int, take func() error) {
 	if err := take(); err != nil {
 		b.Fatal(err)
 	}
+	warmWaitRecords() // as bench snapshot does before it counts
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
