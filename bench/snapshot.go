@@ -104,6 +104,10 @@ func NewSnapRig(mtu, workers int) (*SnapRig, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Fresh memory is mapped at its first write, a page fault a page: the
+	// first takes of a small book would be timing those, not the encode,
+	// until the writer had been round the log once.
+	l.PreTouch()
 	r := &SnapRig{Log: l, Pub: l.Publication(), Img: l.Image()}
 	window := int64(l.TermWindowLength())
 	r.P, err = snapshot.NewPublisher(&stream.PublicationClaimer{Pub: r.Pub}, func() error {

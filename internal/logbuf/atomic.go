@@ -19,6 +19,10 @@ func storeInt32(b []byte, off int, v int32) {
 	atomic.StoreInt32((*int32)(unsafe.Pointer(unsafe.SliceData(b[off:off+4]))), v)
 }
 
+func casInt32(b []byte, off int, old, v int32) bool {
+	return atomic.CompareAndSwapInt32((*int32)(unsafe.Pointer(unsafe.SliceData(b[off:off+4]))), old, v)
+}
+
 func loadInt64(b []byte, off int) int64 {
 	return atomic.LoadInt64((*int64)(unsafe.Pointer(unsafe.SliceData(b[off : off+8]))))
 }
