@@ -11,10 +11,11 @@ import (
 )
 
 // DefaultParallelMin is the default [Publisher.ParallelMin]: below it a
-// take with workers stays linear, because below about 100k resting orders
-// the hand-offs cost more than a second core gives (docs/performance.md has
-// the crossover measured).
-const DefaultParallelMin = 200_000
+// take with workers stays linear. On 2 cores parallel takes won in every
+// run from 10,000 resting orders on and lost or tied at 2,000-5,000
+// (docs/performance.md has the crossover measured); the default is twice
+// the smallest size that always won.
+const DefaultParallelMin = 20_000
 
 // DefaultPartitionOrders is the default [Publisher.PartitionOrders]
 // (docs/performance.md has the sizes compared).
