@@ -163,10 +163,12 @@ func (l *Log) initMetaData(startPosition int64) {
 // does to a log buffer when aeron.pre.touch.mapped.memory is set: a
 // compare-and-set of 0 with 0 at each 4 KiB, which makes the kernel map
 // the page for writing (fresh memory is mapped on its first write, at a
-// page fault each) and changes no byte, so it is safe while a publication
-// and images use the log. A writer then meets no page fault in its first
-// pass over the terms; on a virtual machine each fault costs microseconds.
-// The pages stay resident for the log's life: three terms of memory.
+// page fault each) and changes no byte of what was written. Call it before
+// the log's publication writes: the compare-and-set never changes a byte,
+// but alongside a claimant's plain writes Go's memory model would count it
+// a data race. The writer then meets no page fault in its first pass over
+// the terms; on a virtual machine each fault costs microseconds. The pages
+// stay resident for the log's life: three terms of memory.
 func (l *Log) PreTouch() {
 	for _, t := range l.terms {
 		for off := 0; off < len(t); off += PageSize {
