@@ -7,3 +7,11 @@ func SnapshotLogsRecycled(n *Node) int {
 	defer n.snapLogs.mu.Unlock()
 	return n.snapLogs.recycled
 }
+
+// SnapshotLogsPrefaulted is how many new snapshot logs n faulted in ahead
+// of their writers (snapLogs).
+func SnapshotLogsPrefaulted(n *Node) int {
+	n.snapLogs.mu.Lock()
+	defer n.snapLogs.mu.Unlock()
+	return n.snapLogs.prefaulted
+}

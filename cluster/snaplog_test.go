@@ -148,3 +148,54 @@ func snapshotLogsRecycled(t *testing.T, term, recycled int) {
 		}
 	}
 }
+
+// TestSnapshotLogPrefaulted: a node faults a new snapshot log of 8 MiB or
+// more in ahead of its writer, once (the snapshots after recycle it), and
+// leaves smaller ones to their writer; the snapshots written through a
+// prefaulted log restore the state they were taken at.
+func TestSnapshotLogPrefaulted(t *testing.T) {
+	// Stop-the-world service snapshots use the log's terms: 4 MiB gives a
+	// 12 MiB log, 1 MiB a 3 MiB one. The consensus module's snapshots use
+	// 64 KiB terms, never prefaulted.
+	for _, c := range []struct{ term, prefaulted int }{{4 << 20, 1}, {1 << 20, 0}} {
+		t.Run(fmt.Sprintf("term=%dMiB", c.term>>20), func(t *testing.T) {
+			mem := vfs.NewMem()
+			f := newFixture(t, mem)
+			o := f.opts
+			o.SnapshotMode, o.TermLength = cluster.StopTheWorld, c.term
+			var hash uint64
+			for round := range 2 {
+				svc := &bulkService{timerService: timerService{delay: 1 << 40}}
+				o.Service = svc
+				n, err := cluster.Open(o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if round > 0 && (svc.fills != bulkMsgs || svc.hash != hash) {
+					t.Fatalf("restored %d bulk messages and hash %x, want %d and %x", svc.fills, svc.hash, bulkMsgs, hash)
+				}
+				f.node = n
+				s, err := n.Connect("aeron:ipc", 102)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i := range 3 {
+					n.Offer(s, msg(uint64(10*round+i+1), 0))
+					f.work(4)
+					n.RequestSnapshot()
+					f.work(4)
+					if err := n.AwaitSnapshot(5 * time.Second); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if got := cluster.SnapshotLogsPrefaulted(n); got != c.prefaulted {
+					t.Fatalf("round %d: %d snapshot logs prefaulted, want %d", round, got, c.prefaulted)
+				}
+				hash = svc.hash
+				if err := n.Close(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+}
