@@ -248,11 +248,11 @@ func (s *snapLogs) get(termLength, mtu int, stream int32) (*logbuf.Log, error) {
 	}
 	if len(l.Bytes()) >= prefaultLogBytes {
 		// The first snapshot of a term length writes fresh memory, a page
-		// fault every 4 KiB (11,500 of them, 140 ms of a 320 ms
-		// stop-the-world take of 1M orders, on this project's machine).
-		// In huge pages faulted in ahead of the writer by another
-		// goroutine, the writer meets few of them; the log is kept for
-		// the snapshots after (put), so its memory is long-lived.
+		// fault every 4 KiB, while the world may be stopped. In huge
+		// pages faulted in ahead of the writer by another goroutine, the
+		// writer meets few of them (docs/performance.md, "The first
+		// snapshot's log, faulted in ahead"); the log is kept for the
+		// snapshots after (put), so its memory is long-lived.
 		hugepage.Advise(l.Bytes())
 		hugepage.Prefault(l.Bytes())
 		s.prefaulted++
