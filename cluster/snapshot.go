@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/matchlog/matchlog/archive"
-	"github.com/matchlog/matchlog/internal/hugepage"
 	"github.com/matchlog/matchlog/internal/logbuf"
 	"github.com/matchlog/matchlog/internal/stream"
 	acs "github.com/matchlog/matchlog/sbe/aeronclustersbe"
@@ -253,8 +252,7 @@ func (s *snapLogs) get(termLength, mtu int, stream int32) (*logbuf.Log, error) {
 		// writer meets few of them (docs/performance.md, "The first
 		// snapshot's log, faulted in ahead"); the log is kept for the
 		// snapshots after (put), so its memory is long-lived.
-		hugepage.Advise(l.Bytes())
-		hugepage.Prefault(l.Bytes())
+		l.Prefault()
 		s.prefaulted++
 	}
 	return l, nil

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/matchlog/matchlog/internal/hugepage"
 )
 
 // Errors returned by the log buffer.
@@ -175,6 +177,25 @@ func (l *Log) PreTouch() {
 			casInt32(t, off, 0, 0)
 		}
 	}
+}
+
+// Prefault advises the log's memory for huge pages and faults it in on a
+// goroutine of its own, a huge page at a time from the first term on
+// ([hugepage.Advise], [hugepage.Prefault]); it returns at once, and wait
+// returns when that is done. The kernel maps and zeroes each page as a
+// first write would and leaves a page already written as it is, so the
+// publication may write meanwhile, and no byte changes: a writer that
+// starts at once meets few page faults, because the goroutine runs ahead
+// of it on another core. Only the 2 MiB-aligned part of the memory is
+// advised and faulted in. It is meant for a log that lives long (a huge
+// page stays whole only while all of it is in use); a mapped file's log
+// is left alone.
+func (l *Log) Prefault() (wait func()) {
+	if l.unmap != nil {
+		return func() {}
+	}
+	hugepage.Advise(l.buf)
+	return hugepage.Prefault(l.buf)
 }
 
 // Bytes returns the whole log: the three terms then the metadata block,
