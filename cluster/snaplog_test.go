@@ -111,8 +111,21 @@ func snapshotLogsRecycled(t *testing.T, term, recycled int) {
 	f := newFixture(t, mem)
 	o := f.opts
 	o.SnapshotMode, o.TermLength = cluster.StopTheWorld, term
+	snapshotRounds(t, f, o, 4, 2, func(round int, n *cluster.Node) {
+		if got := cluster.SnapshotLogsRecycled(n); got != recycled {
+			t.Fatalf("round %d: %d snapshot logs recycled, want %d", round, got, recycled)
+		}
+	})
+}
+
+// snapshotRounds opens a node of bulkServices rounds times on f's
+// directory: each round checks that the restore gave the state the
+// round before left, takes perRound snapshots, calls check and closes
+// the node.
+func snapshotRounds(t *testing.T, f *fixture, o cluster.Options, rounds, perRound int, check func(round int, n *cluster.Node)) {
+	t.Helper()
 	var hash uint64
-	for round := range 4 {
+	for round := range rounds {
 		svc := &bulkService{timerService: timerService{delay: 1 << 40}}
 		o.Service = svc
 		n, err := cluster.Open(o)
@@ -122,15 +135,15 @@ func snapshotLogsRecycled(t *testing.T, term, recycled int) {
 		if round > 0 && svc.fills != bulkMsgs {
 			t.Fatalf("round %d: the restore checked %d bulk messages", round, svc.fills)
 		}
-		if round > 0 && (svc.hash != hash || svc.msgs != int64(2*round)) {
-			t.Fatalf("round %d: restored hash %x and %d messages, want %x and %d", round, svc.hash, svc.msgs, hash, 2*round)
+		if round > 0 && (svc.hash != hash || svc.msgs != int64(perRound*round)) {
+			t.Fatalf("round %d: restored hash %x and %d messages, want %x and %d", round, svc.hash, svc.msgs, hash, perRound*round)
 		}
 		f.node = n
 		s, err := n.Connect("aeron:ipc", 102)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i := range 2 {
+		for i := range perRound {
 			n.Offer(s, msg(uint64(10*round+i+1), 0))
 			f.work(4)
 			n.RequestSnapshot()
@@ -139,9 +152,7 @@ func snapshotLogsRecycled(t *testing.T, term, recycled int) {
 				t.Fatal(err)
 			}
 		}
-		if got := cluster.SnapshotLogsRecycled(n); got != recycled {
-			t.Fatalf("round %d: %d snapshot logs recycled, want %d", round, got, recycled)
-		}
+		check(round, n)
 		hash = svc.hash
 		if err := n.Close(); err != nil {
 			t.Fatal(err)
@@ -163,39 +174,11 @@ func TestSnapshotLogPrefaulted(t *testing.T) {
 			f := newFixture(t, mem)
 			o := f.opts
 			o.SnapshotMode, o.TermLength = cluster.StopTheWorld, c.term
-			var hash uint64
-			for round := range 2 {
-				svc := &bulkService{timerService: timerService{delay: 1 << 40}}
-				o.Service = svc
-				n, err := cluster.Open(o)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if round > 0 && (svc.fills != bulkMsgs || svc.hash != hash) {
-					t.Fatalf("restored %d bulk messages and hash %x, want %d and %x", svc.fills, svc.hash, bulkMsgs, hash)
-				}
-				f.node = n
-				s, err := n.Connect("aeron:ipc", 102)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for i := range 3 {
-					n.Offer(s, msg(uint64(10*round+i+1), 0))
-					f.work(4)
-					n.RequestSnapshot()
-					f.work(4)
-					if err := n.AwaitSnapshot(5 * time.Second); err != nil {
-						t.Fatal(err)
-					}
-				}
+			snapshotRounds(t, f, o, 2, 3, func(round int, n *cluster.Node) {
 				if got := cluster.SnapshotLogsPrefaulted(n); got != c.prefaulted {
 					t.Fatalf("round %d: %d snapshot logs prefaulted, want %d", round, got, c.prefaulted)
 				}
-				hash = svc.hash
-				if err := n.Close(); err != nil {
-					t.Fatal(err)
-				}
-			}
+			})
 		})
 	}
 }
