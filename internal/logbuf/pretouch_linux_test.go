@@ -73,3 +73,22 @@ func TestPreTouch(t *testing.T) {
 		t.Fatalf("writes to the %d pages of a pre-touched log took %d page faults", pages, f)
 	}
 }
+
+// TestPrefaultLeavesMappedFiles: Prefault does nothing to a mapped file's
+// log (its memory is the file's, not the heap's) and its wait returns at
+// once; the file's bytes are unchanged.
+func TestPrefaultLeavesMappedFiles(t *testing.T) {
+	l, err := CreateFile(filepath.Join(t.TempDir(), "mapped.logbuffer"), 1<<20, 1408, 0, 1, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	before := bytes.Clone(l.Bytes())
+	l.Prefault()()
+	if !bytes.Equal(before, l.Bytes()) {
+		t.Fatal("Prefault changed a mapped log's bytes")
+	}
+	if f := writeFaults(t, l); f < int64(PartitionCount*(1<<20)/PageSize)/2 {
+		t.Fatalf("a mapped log took %d page faults after Prefault: it was faulted in", f)
+	}
+}
