@@ -58,6 +58,10 @@ type Publication interface {
 // node's snapshot publications are. A claim made ahead that finds the
 // publication back-pressured records what is committed, making room, and
 // tries once more before it reports the back-pressure.
+//
+// A claim's payload reads as zeros. The node's snapshot publications also
+// claim without zeroing (stream.Overwriter, stream.AheadOverwriter) for a
+// writer that covers every byte of its claims, as snapshot's Publisher does.
 type AheadPublication interface {
 	Publication
 	stream.AheadClaimer

@@ -314,9 +314,18 @@ func (s *snapPub) maybeYield() {
 
 // TryClaim implements Publication.
 func (s *snapPub) TryClaim(length int) ([]byte, int64, error) {
+	return s.tryClaim(length, s.c.TryClaim)
+}
+
+// TryClaimOverwrite implements stream.Overwriter.
+func (s *snapPub) TryClaimOverwrite(length int) ([]byte, int64, error) {
+	return s.tryClaim(length, s.c.TryClaimOverwrite)
+}
+
+func (s *snapPub) tryClaim(length int, claim func(int) ([]byte, int64, error)) ([]byte, int64, error) {
 	s.maybeYield()
 	for {
-		b, pos, err := s.c.TryClaim(length)
+		b, pos, err := claim(length)
 		if err != nil || pos != logbuf.BackPressured {
 			return b, pos, err
 		}
@@ -326,15 +335,28 @@ func (s *snapPub) TryClaim(length int) ([]byte, int64, error) {
 	}
 }
 
-var _ AheadPublication = (*snapPub)(nil)
+var (
+	_ AheadPublication       = (*snapPub)(nil)
+	_ stream.Overwriter      = (*snapPub)(nil)
+	_ stream.AheadOverwriter = (*snapPub)(nil)
+)
 
 // ClaimAhead implements AheadPublication: on back-pressure it records what
 // is committed and tries once more, then reports the back-pressure (the
 // claims ahead still outstanding may be what holds the recording back).
 func (s *snapPub) ClaimAhead(length int) ([]byte, int64, int, error) {
+	return s.claimAhead(length, s.c.ClaimAhead)
+}
+
+// ClaimAheadOverwrite implements stream.AheadOverwriter.
+func (s *snapPub) ClaimAheadOverwrite(length int) ([]byte, int64, int, error) {
+	return s.claimAhead(length, s.c.ClaimAheadOverwrite)
+}
+
+func (s *snapPub) claimAhead(length int, claim func(int) ([]byte, int64, int, error)) ([]byte, int64, int, error) {
 	s.maybeYield()
 	for try := 0; ; try++ {
-		b, pos, t, err := s.c.ClaimAhead(length)
+		b, pos, t, err := claim(length)
 		if err != nil || pos != logbuf.BackPressured || try == 1 {
 			return b, pos, t, err
 		}
@@ -379,7 +401,7 @@ func (s *snapPub) Offer(msg []byte) (int64, error) {
 // offerChecksummed offers msg as one frame with archive.FrameChecksum in
 // its reserved value.
 func offerChecksummed(p *logbuf.ExclusivePublication, msg []byte) (int64, error) {
-	c, pos, err := p.TryClaim(len(msg))
+	c, pos, err := p.TryClaimOverwrite(len(msg))
 	if err != nil || pos < 0 {
 		return pos, err
 	}

@@ -59,11 +59,20 @@ type failingClaimer struct {
 var errPublication = errors.New("publication gone")
 
 func (f *failingClaimer) TryClaim(n int) ([]byte, int64, error) {
+	return f.fail(n, f.PublicationClaimer.TryClaim)
+}
+
+// TryClaimOverwrite is the claim the publisher makes when it can.
+func (f *failingClaimer) TryClaimOverwrite(n int) ([]byte, int64, error) {
+	return f.fail(n, f.PublicationClaimer.TryClaimOverwrite)
+}
+
+func (f *failingClaimer) fail(n int, claim func(int) ([]byte, int64, error)) ([]byte, int64, error) {
 	if f.ok == 0 {
 		return nil, 0, errPublication
 	}
 	f.ok--
-	return f.PublicationClaimer.TryClaim(n)
+	return claim(n)
 }
 
 // TestPublicationError fails the publication at every claim of a take:

@@ -676,7 +676,11 @@ func (p *Publisher) claimAhead() (ok bool, err error) {
 	var pos int64
 	var ticket int
 	for try := 0; ; try++ {
-		buf, pos, ticket, err = q.ac.ClaimAhead(batchHeader + n*orderLength)
+		if p.aow != nil {
+			buf, pos, ticket, err = p.aow.ClaimAheadOverwrite(batchHeader + n*orderLength)
+		} else {
+			buf, pos, ticket, err = q.ac.ClaimAhead(batchHeader + n*orderLength)
+		}
 		if err != nil {
 			return false, p.fail(err)
 		}

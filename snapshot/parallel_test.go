@@ -132,7 +132,7 @@ type claimOnly struct{ stream.Claimer }
 // been created with it.
 func copyThrough(p *Publisher) {
 	p.c = claimOnly{p.c}
-	p.ac = nil
+	p.ac, p.ow, p.aow = nil, nil, nil
 }
 
 // TestParallelCopying: through a claimer that cannot claim ahead, a

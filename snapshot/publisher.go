@@ -60,7 +60,9 @@ const (
 // first, a take allocates nothing. It is not safe for concurrent use.
 type Publisher struct {
 	c          stream.Claimer
-	ac         stream.AheadClaimer // c, when it claims ahead (asked once: see TakeFrozen)
+	ac         stream.AheadClaimer    // c, when it claims ahead (asked once: see TakeFrozen)
+	ow         stream.Overwriter      // c, when it claims without zeroing
+	aow        stream.AheadOverwriter // c, when it claims ahead without zeroing
 	idle       func() error
 	marker     Marker
 	maxPayload int
@@ -113,6 +115,8 @@ func NewPublisher(c stream.Claimer, idle func() error) (*Publisher, error) {
 	}
 	p := &Publisher{c: c, idle: idle, maxPayload: mp, ParallelMin: DefaultParallelMin}
 	p.ac, _ = c.(stream.AheadClaimer)
+	p.ow, _ = c.(stream.Overwriter)
+	p.aow, _ = c.(stream.AheadOverwriter)
 	p.nOrders, p.nTriggers = BatchCapacity(mp)
 	return p, nil
 }
@@ -161,7 +165,14 @@ func (p *Publisher) fail(err error) error {
 // claim claims length bytes, retrying through back-pressure.
 func (p *Publisher) claim(length int) ([]byte, error) {
 	for {
-		buf, pos, err := p.c.TryClaim(length)
+		var buf []byte
+		var pos int64
+		var err error
+		if p.ow != nil {
+			buf, pos, err = p.ow.TryClaimOverwrite(length)
+		} else {
+			buf, pos, err = p.c.TryClaim(length)
+		}
 		if err != nil {
 			return nil, p.fail(err)
 		}

@@ -113,6 +113,8 @@ func (s *Service) Engine() *engine.Engine { return s.eng }
 type switchClaimer struct {
 	c    cluster.Publication
 	a    cluster.AheadPublication // c, when it claims ahead; else nil
+	o    stream.Overwriter        // c, when it claims without zeroing; else nil
+	ao   stream.AheadOverwriter   // likewise for claims ahead
 	idle func() error
 }
 
@@ -122,6 +124,27 @@ type switchClaimer struct {
 func (w *switchClaimer) use(pub cluster.Publication, idle func() error) {
 	w.c, w.idle = pub, idle
 	w.a, _ = pub.(cluster.AheadPublication)
+	w.o, _ = pub.(stream.Overwriter)
+	w.ao, _ = pub.(stream.AheadOverwriter)
+}
+
+// TryClaimOverwrite implements stream.Overwriter: the publisher writes
+// every byte of its claims, so they need not be zeroed where the
+// publication can skip it.
+func (w *switchClaimer) TryClaimOverwrite(n int) ([]byte, int64, error) {
+	if w.o != nil {
+		return w.o.TryClaimOverwrite(n)
+	}
+	return w.c.TryClaim(n)
+}
+
+// ClaimAheadOverwrite implements stream.AheadOverwriter, as
+// TryClaimOverwrite.
+func (w *switchClaimer) ClaimAheadOverwrite(n int) ([]byte, int64, int, error) {
+	if w.ao != nil {
+		return w.ao.ClaimAheadOverwrite(n)
+	}
+	return w.ClaimAhead(n)
 }
 
 func (w *switchClaimer) TryClaim(n int) ([]byte, int64, error) { return w.c.TryClaim(n) }

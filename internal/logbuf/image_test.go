@@ -183,53 +183,137 @@ func TestControlledPoll(t *testing.T) {
 	}
 }
 
-// TestReusedPartitionIsClean checks that the reader, standing at the start
-// of a partition the writer is about to reuse, sees no frames from the term
-// that partition held before.
-func TestReusedPartitionIsClean(t *testing.T) {
+// TestStaleBytesNeverRead writes frames over partitions full of frames a
+// reader would take: each time the reader has caught up, every 32-byte slot
+// of every partition except the one at the tail gets a data frame header of
+// positive length and a payload of 0x5a. Then frames of varied lengths go
+// through TryClaim, TryClaimOverwrite and Offer, some aborted, some ending
+// the term exactly, through a dozen rotations. The reader must get exactly
+// the committed frames with zero reserved values and zero alignment gaps
+// (an archive stores the gaps), and TryClaim's payloads must read as zeros
+// where the writer did not write: nothing a partition
+// held before the writer came to it is ever read.
+func TestStaleBytesNeverRead(t *testing.T) {
 	const T = 64 << 10
-	l := mustNew(t, T, 1408, 0)
+	l := mustNew(t, T, 1408, 5)
 	p := l.Publication()
 	img := l.Image()
-	var seq, read uint64
-	for p.Position() < 3*T-1408 { // terms 0, 1 and most of 2
-		p.SetPositionLimit(img.Position() + T/2)
-		c, pos, err := p.TryClaim(1376)
-		if err != nil {
-			t.Fatal(err)
+	type sent struct {
+		n      int
+		zeroed bool // TryClaim: only the first half written
+	}
+	var want []sent
+	var read int
+	poll := func() {
+		img.Poll(func(buf []byte, off, length int, hdr Header) {
+			if read >= len(want) {
+				t.Fatalf("read a frame of %d bytes at %d past the %d committed", length, hdr.Position(), len(want))
+			}
+			w, b := want[read], buf[off:off+length]
+			if length != w.n || hdr.Type() != TypeData || hdr.ReservedValue() != 0 {
+				t.Fatalf("frame %d: length %d type %d reserved %d, want length %d", read, length, hdr.Type(), hdr.ReservedValue(), w.n)
+			}
+			if end := hdr.Offset() + int(hdr.FrameLength()); !allZero(buf[end : hdr.Offset()+Align(int(hdr.FrameLength()), FrameAlignment)]) {
+				t.Fatalf("frame %d: alignment gap %x", read, buf[end:hdr.Offset()+Align(int(hdr.FrameLength()), FrameAlignment)])
+			}
+			if w.zeroed && (!check(b[:w.n/2], uint64(read)) || !allZero(b[w.n/2:])) || !w.zeroed && !check(b, uint64(read)) {
+				t.Fatalf("frame %d (%d bytes, zeroed %v): payload %x", read, w.n, w.zeroed, b)
+			}
+			read++
+		}, math.MaxInt)
+	}
+	rng := uint64(99)
+	exact := 0
+	for round := 0; round < 40; round++ {
+		poll()
+		if img.Position() != p.Position() {
+			t.Fatalf("round %d: reader at %d, writer at %d", round, img.Position(), p.Position())
 		}
-		if pos == BackPressured {
-			img.Poll(func(buf []byte, off, length int, _ Header) {
-				if !check(buf[off:off+length], read) {
-					t.Fatalf("payload %d", read)
+		scribble(l, p.Position())
+		for k := 0; k < 30; k++ {
+			p.SetPositionLimit(img.Position() + T/2)
+			rng = rng*6364136223846793005 + 1442695040888963407
+			n := int(rng>>33) % 1377
+			if room := T - ComputeTermOffset(p.Position(), T); k%7 == 6 && room >= HeaderLength && room <= 1408 {
+				n = room - HeaderLength // the frame ends the term
+				exact++
+			}
+			seq := uint64(len(want))
+			var pos int64
+			var err error
+			var c Claim
+			switch mode := (rng >> 20) % 3; mode {
+			case 0:
+				c, pos, err = p.TryClaim(n)
+				if err == nil && pos >= 0 {
+					if !allZero(c.Buffer()) {
+						t.Fatalf("TryClaim's payload of %d bytes at %d is not zeroed", n, pos)
+					}
+					fill(c.Buffer()[:n/2], seq)
 				}
-				read++
-			}, math.MaxInt)
-			continue
+			case 1:
+				c, pos, err = p.TryClaimOverwrite(n)
+				if err == nil && pos >= 0 {
+					fill(c.Buffer(), seq)
+				}
+			default:
+				b := make([]byte, n)
+				fill(b, seq)
+				if pos, err = p.Offer(b); err == nil && pos >= 0 {
+					want = append(want, sent{n: n})
+					continue
+				}
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pos == BackPressured {
+				poll()
+				k--
+				continue
+			}
+			if (rng>>40)%11 == 0 {
+				c.Abort()
+				continue
+			}
+			c.Commit()
+			want = append(want, sent{n: n, zeroed: (rng>>20)%3 == 0})
 		}
-		fill(c.Buffer(), seq)
-		c.Commit()
-		seq++
 	}
-	img.Drain(math.MaxInt)
-	// Term 2 ends with padding; rotation into term 3 (partition 0).
-	p.SetPositionLimit(img.Position() + T/2)
-	c, _, err := p.TryClaim(1376)
-	if err != nil {
-		t.Fatal(err)
+	poll()
+	if read != len(want) || img.Position() != p.Position() {
+		t.Fatalf("read %d of %d frames; reader at %d, writer at %d", read, len(want), img.Position(), p.Position())
 	}
-	// Drain passes the padding and stands at position 3T, partition 0,
-	// which still held term 0 until it was zeroed when term 2 was entered.
-	if n := img.Drain(math.MaxInt); n != 0 || img.Position() != 3*T {
-		t.Fatalf("drained %d to %d", n, img.Position())
+	if terms := p.Position() / T; terms < 10 || exact < 3 {
+		t.Fatalf("only %d terms and %d frames ending a term", terms, exact)
 	}
-	for i, b := range l.Term(0)[Align(1376+32, 32):] {
-		if b != 0 {
-			t.Fatalf("partition 0 byte %d not zeroed", i)
+}
+
+// scribble writes a data frame header of length 64 at every 32-byte slot of
+// every partition except the one at position tail, and 0x5a over the rest.
+func scribble(l *Log, tail int64) {
+	skipTerm, skipOff := IndexByPosition(tail, l.PositionBitsToShift()), ComputeTermOffset(tail, l.TermLength())
+	for i := range PartitionCount {
+		term := l.Term(i)
+		for off := 0; off < len(term); off += HeaderLength {
+			if i == skipTerm && off == skipOff {
+				continue
+			}
+			slot := term[off : off+HeaderLength]
+			for j := range slot {
+				slot[j] = 0x5a
+			}
+			FrameHeader{FrameLength: 64, Version: CurrentVersion, Flags: FlagUnfragmented, Type: TypeData,
+				TermOffset: int32(off), SessionID: l.SessionID(), StreamID: l.StreamID(), TermID: 1, ReservedValue: 0x5a5a5a5a5a5a5a5a}.Put(slot)
 		}
 	}
-	c.Commit()
-	if n := img.Drain(math.MaxInt); n != 1 {
-		t.Fatalf("drained %d", n)
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
 	}
+	return true
 }

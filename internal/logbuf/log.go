@@ -82,10 +82,18 @@ func Recycle(old *Log, mtu int, initialTermID, sessionID, streamID int32) (*Log,
 	if err := checkParams(old.termLength, mtu); err != nil {
 		return nil, err
 	}
+	active := IndexByTermCount(int64(old.ActiveTermCount()))
 	for i := range old.terms {
 		// A partition's raw tail is where its last term's writes ended
-		// (clamped to the term); nothing lies beyond it but zeros.
-		clear(old.terms[i][:TermOffsetFromTail(old.RawTail(i), old.termLength)])
+		// (clamped to the term). Beyond it lie zeros, except in the active
+		// partition once the log has wrapped: a term there may stop short
+		// of an older term's bytes, which the publication never cleans (see
+		// Cleaning in the package doc).
+		n := TermOffsetFromTail(old.RawTail(i), old.termLength)
+		if i == active && old.ActiveTermCount() >= PartitionCount {
+			n = old.termLength
+		}
+		clear(old.terms[i][:n])
 	}
 	clear(old.meta)
 	buf, termLength := old.buf, old.termLength

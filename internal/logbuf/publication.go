@@ -29,8 +29,6 @@ type ExclusivePublication struct {
 	maxPosition       int64
 	headerWord        int64 // version, flags and type in the high half
 	sessionStream     [8]byte
-	cleanIndex        int // partition to zero before the next claim, or -1
-	cleanLength       int // how much of it was written
 
 	position atomic.Int64
 	limit    atomic.Int64
@@ -55,7 +53,6 @@ func (l *Log) Publication() *ExclusivePublication {
 		maxPayload:        l.MaxPayloadLength(),
 		maxPosition:       maxPossiblePosition(l.termLength),
 		headerWord:        int64(dh.Version)<<32 | int64(dh.Flags)<<40 | int64(dh.Type)<<48,
-		cleanIndex:        -1,
 	}
 	binary.LittleEndian.PutUint32(p.sessionStream[0:], uint32(dh.SessionID))
 	binary.LittleEndian.PutUint32(p.sessionStream[4:], uint32(dh.StreamID))
@@ -137,15 +134,35 @@ func (c *Claim) Abort() {
 // TryClaim claims a frame for a payload of length bytes, at most
 // [ExclusivePublication.MaxPayloadLength]: claims are never fragmented. On
 // success it returns the claim and the new position (after the frame, aligned).
-// The caller encodes into [Claim.Buffer] and then commits or aborts the
-// claim. Several claims may be outstanding, as in Aeron: readers stop at
-// the first frame not yet committed, so one outstanding claim holds back
-// the frames claimed after it, and so the readers and the limit. When the
-// current position is at or past the limit it
-// returns [BackPressured] and a nil error. When the message does not fit in
-// the rest of the term, the rest is filled with a padding frame, the log
+// The payload reads as zeros. The caller encodes into [Claim.Buffer] and
+// then commits or aborts the claim. Several claims may be outstanding, as in
+// Aeron: readers stop at the first frame not yet committed, so one
+// outstanding claim holds back the frames claimed after it, and so the
+// readers and the limit. When the current position is at or past the limit
+// it returns [BackPressured] and a nil error. When the message does not fit
+// in the rest of the term, the rest is filled with a padding frame, the log
 // rotates to the next term and the claim is retried there.
 func (p *ExclusivePublication) TryClaim(length int) (Claim, int64, error) {
+	return p.claim(length, true)
+}
+
+// TryClaimOverwrite is [ExclusivePublication.TryClaim] for a caller that
+// writes every byte of the payload before it commits: the payload is not
+// zeroed, and holds whatever that place in the partition held (bytes of the
+// term three before, or zeros). It saves writing the payload twice, once
+// with zeros and once with the message; the zeros would go to memory a
+// claim ahead of the message, so a large message pays for both. Abort
+// leaves those bytes in the body of a padding frame, which readers skip.
+func (p *ExclusivePublication) TryClaimOverwrite(length int) (Claim, int64, error) {
+	return p.claim(length, false)
+}
+
+// claim is TryClaim, zeroing the payload when zero is set. Whatever a
+// reader can reach before the writer writes it is zeroed before the raw
+// tail moves past it (see Cleaning in the package doc): the alignment gap
+// after the frame and the header slot where the next frame will start,
+// which is the next partition's first when this frame ends the term.
+func (p *ExclusivePublication) claim(length int, zero bool) (Claim, int64, error) {
 	if length < 0 || length > p.maxPayload {
 		return Claim{}, 0, fmt.Errorf("%w: %d > %d", ErrClaimTooLong, length, p.maxPayload)
 	}
@@ -158,25 +175,31 @@ func (p *ExclusivePublication) TryClaim(length int) (Claim, int64, error) {
 		if p.termBeginPosition+int64(p.termOffset) >= p.limit.Load() {
 			return Claim{}, BackPressured, nil
 		}
-		if p.cleanIndex >= 0 {
-			// Inside the term before the one that reuses this partition,
-			// under the limit: every reader has left it.
-			clear(p.terms[p.cleanIndex][:p.cleanLength])
-			p.cleanIndex = -1
-		}
 		term := p.terms[p.activeIndex]
 		offset := p.termOffset
 		next := offset + aligned
-		p.putRawTail(int32(next))
 		if next <= p.termLength {
+			from := offset + frameLength
+			if zero {
+				from = offset + HeaderLength
+			}
+			if next < p.termLength {
+				clear(term[from : next+HeaderLength])
+			} else {
+				clear(term[from:next])
+				p.cleanNextStart()
+			}
+			p.putRawTail(int32(next))
 			p.writeHeader(term, offset, frameLength)
 			p.termOffset = next
 			pos := p.termBeginPosition + int64(next)
 			p.position.Store(pos)
 			return Claim{term: term, offset: offset, frameLength: frameLength}, pos, nil
 		}
+		p.putRawTail(int32(next))
 		if offset < p.termLength {
 			pad := p.termLength - offset
+			p.cleanNextStart()
 			p.writeHeader(term, offset, pad)
 			binary.LittleEndian.PutUint16(term[offset+TypeFieldOffset:], TypePad)
 			storeInt32(term, offset, int32(pad))
@@ -187,10 +210,19 @@ func (p *ExclusivePublication) TryClaim(length int) (Claim, int64, error) {
 	}
 }
 
+// cleanNextStart zeroes the header slot at the start of the next
+// partition, where a reader goes when it leaves the active term. That
+// partition holds the term two before the active one, which every reader
+// has left while the limit is at most the slowest reader's position plus
+// one term (see [ExclusivePublication.SetPositionLimit]).
+func (p *ExclusivePublication) cleanNextStart() {
+	clear(p.terms[(p.activeIndex+1)%PartitionCount][:HeaderLength])
+}
+
 // Offer copies payload into a claimed frame and commits it. It returns the
 // same results as [ExclusivePublication.TryClaim].
 func (p *ExclusivePublication) Offer(payload []byte) (int64, error) {
-	c, pos, err := p.TryClaim(len(payload))
+	c, pos, err := p.TryClaimOverwrite(len(payload))
 	if err != nil || pos < 0 {
 		return pos, err
 	}
@@ -204,7 +236,8 @@ func (p *ExclusivePublication) putRawTail(offset int32) {
 }
 
 // writeHeader writes a frame header as Aeron's HeaderWriter does: an ordered
-// store of -length with version, flags and type, then the plain fields.
+// store of -length with version, flags and type, then the plain fields. The
+// reserved value is left as it is: zero, since the slot at the tail is.
 func (p *ExclusivePublication) writeHeader(term []byte, offset, frameLength int) {
 	storeInt64(term, offset, p.headerWord|int64(uint32(-int32(frameLength))))
 	h := term[offset : offset+HeaderLength : offset+HeaderLength]
@@ -229,11 +262,5 @@ func (p *ExclusivePublication) rotate() error {
 	termCount := p.termID - p.log.initialTermID
 	storeInt64(p.meta, TermTailCountersOffset+nextIndex*tailCounterStride, PackTail(p.termID, 0))
 	storeInt32(p.meta, ActiveTermCountOffset, termCount)
-	// The partition after the new one held the term three behind it; zero
-	// what was written of it (its tail, clamped) before the next claim so
-	// readers never see stale frames there.
-	p.cleanIndex = (nextIndex + 1) % PartitionCount
-	p.cleanLength = TermOffsetFromTail(
-		loadInt64(p.meta, TermTailCountersOffset+p.cleanIndex*tailCounterStride), p.termLength)
 	return nil
 }

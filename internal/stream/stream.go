@@ -60,6 +60,23 @@ type AheadClaimer interface {
 	Window() int
 }
 
+// Overwriter is a [Claimer] that can also claim without zeroing the
+// payload, for a publisher that writes every byte of every claim before it
+// commits (snapshot's Publisher). A claim zeroed and then written over
+// costs its memory twice: internal/logbuf's package doc has the numbers.
+type Overwriter interface {
+	// TryClaimOverwrite is TryClaim whose payload holds unspecified bytes
+	// (in our log buffer, those of an older term) until the caller writes
+	// them all.
+	TryClaimOverwrite(length int) (buf []byte, position int64, err error)
+}
+
+// AheadOverwriter is an [AheadClaimer] whose claims ahead can be made
+// without zeroing the payload, as [Overwriter]'s.
+type AheadOverwriter interface {
+	ClaimAheadOverwrite(length int) (buf []byte, position int64, ticket int, err error)
+}
+
 // Aeron's publication results that mean "try again".
 const (
 	BackPressured int64 = -2 // Publication.BACK_PRESSURED
@@ -82,7 +99,15 @@ type PublicationClaimer struct {
 
 // TryClaim implements [Claimer].
 func (a *PublicationClaimer) TryClaim(length int) ([]byte, int64, error) {
-	c, pos, err := a.Pub.TryClaim(length)
+	return a.tryClaim(a.Pub.TryClaim(length))
+}
+
+// TryClaimOverwrite implements [Overwriter].
+func (a *PublicationClaimer) TryClaimOverwrite(length int) ([]byte, int64, error) {
+	return a.tryClaim(a.Pub.TryClaimOverwrite(length))
+}
+
+func (a *PublicationClaimer) tryClaim(c logbuf.Claim, pos int64, err error) ([]byte, int64, error) {
 	if err != nil || pos < 0 {
 		return nil, pos, err
 	}
@@ -107,7 +132,15 @@ func (a *PublicationClaimer) MaxPayloadLength() int { return a.Pub.MaxPayloadLen
 // ClaimAhead implements [AheadClaimer]. After the claims ahead of the first
 // take, claiming allocates nothing.
 func (a *PublicationClaimer) ClaimAhead(length int) ([]byte, int64, int, error) {
-	c, pos, err := a.Pub.TryClaim(length)
+	return a.claimAhead(a.Pub.TryClaim(length))
+}
+
+// ClaimAheadOverwrite implements [AheadOverwriter].
+func (a *PublicationClaimer) ClaimAheadOverwrite(length int) ([]byte, int64, int, error) {
+	return a.claimAhead(a.Pub.TryClaimOverwrite(length))
+}
+
+func (a *PublicationClaimer) claimAhead(c logbuf.Claim, pos int64, err error) ([]byte, int64, int, error) {
 	if err != nil || pos < 0 {
 		return nil, pos, 0, err
 	}
