@@ -86,8 +86,12 @@
 // duty cycle keeps running; an error from idle, any other negative
 // position or a publication error fails the take, and the claim in
 // progress is aborted. The take holds no buffer of the book: every byte is
-// written once, into the term. A reused Publisher allocates nothing per
-// take (TestTakeAllocs).
+// written once, into the term. It writes every byte of every claim, so
+// where the claimer can claim without zeroing the payload first
+// ([stream.Overwriter], [stream.AheadOverwriter]: our log buffer's, and the
+// node's snapshot publications) the Publisher claims that way;
+// TestTakeOverStaleLog holds it to that over logs full of older bytes. A
+// reused Publisher allocates nothing per take (TestTakeAllocs).
 //
 // # Loading
 //
