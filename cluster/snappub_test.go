@@ -35,9 +35,9 @@ func TestSnapPubClaimsZeroed(t *testing.T) {
 		return true
 	}
 	claims := []struct {
-		name      string
-		claim     func() ([]byte, int64, error)
-		zeroed    bool
+		name   string
+		claim  func() ([]byte, int64, error)
+		zeroed bool
 		commit func()
 	}{
 		{"TryClaim", func() ([]byte, int64, error) { return s.TryClaim(100) }, true, s.Commit},
